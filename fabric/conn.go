@@ -1,0 +1,57 @@
+package fabric
+
+import "context"
+
+// Handshake private data limits, those of RC connection management
+// (rdma_cm over IB/RoCE): every provider enforces them, so a protocol that
+// works on one works on all.
+const (
+	MaxDialData   = 56
+	MaxAcceptData = 192
+)
+
+// Setup is a connection whose protection domain exists and whose
+// handshake is not done yet.
+type Setup interface {
+	// Alloc registers a new zeroed off-heap region of size bytes in this
+	// connection's protection domain.
+	Alloc(size int) (*Region, error)
+	// PeerData is the dialer's private data on the accepting side; nil on
+	// the dialing side.
+	PeerData() []byte
+	// Establish completes the handshake, sending data as private data.
+	// The dialer's Conn.PeerData is then the acceptor's data.
+	Establish(ctx context.Context, data []byte) (Conn, error)
+	// Close abandons the setup (the acceptor's way to reject) and frees
+	// its regions. After a successful Establish it is a no-op.
+	Close() error
+}
+
+// Conn is an established reliable connection.
+type Conn interface {
+	// Alloc registers another region in this connection's domain.
+	Alloc(size int) (*Region, error)
+	// PeerData is the private data the peer sent in the handshake.
+	PeerData() []byte
+	// Post posts ops in order; each produces one Completion. On error
+	// nothing of the batch was posted.
+	Post(ops []Op) error
+	// Poll stores up to len(cs) completions in cs without blocking and
+	// returns how many it stored. An error means the connection is dead.
+	Poll(cs []Completion) (int, error)
+	// Done is closed when the connection ends (either side closed, or the
+	// peer died); Err then says why.
+	Done() <-chan struct{}
+	Err() error
+	// Close ends the connection and frees its regions.
+	Close() error
+}
+
+// Listener accepts connections.
+type Listener interface {
+	// Accept waits for a dialer's handshake and returns its Setup.
+	Accept(ctx context.Context) (Setup, error)
+	// Addr is the URL dialers use to reach this listener.
+	Addr() string
+	Close() error
+}

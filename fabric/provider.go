@@ -1,0 +1,101 @@
+package fabric
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"sync"
+)
+
+// Options tune a connection or listener. Zero values take defaults.
+type Options struct {
+	// QueueDepth bounds the operations outstanding on a connection
+	// (default 256).
+	QueueDepth int
+	// DomainSize bounds the bytes of regions one connection's domain may
+	// hold (default 1 GiB; providers that reserve it lazily only pay for
+	// what is touched).
+	DomainSize int64
+	// Device names the RDMA device (verbs only; default: the one rdma_cm
+	// resolves for the address).
+	Device string
+}
+
+// WithDefaults fills zero fields.
+func (o Options) WithDefaults() Options {
+	if o.QueueDepth <= 0 {
+		o.QueueDepth = 256
+	}
+	if o.DomainSize <= 0 {
+		o.DomainSize = 1 << 30
+	}
+	return o
+}
+
+// Provider implements the fabric for one URL scheme.
+type Provider interface {
+	Listen(u *url.URL, o Options) (Listener, error)
+	Dial(ctx context.Context, u *url.URL, o Options) (Setup, error)
+}
+
+var (
+	providersMu sync.RWMutex
+	providers   = map[string]Provider{}
+)
+
+// Register makes a provider available under a URL scheme ("shm", "tcp",
+// "rdma"). Providers call it from init.
+func Register(scheme string, p Provider) {
+	providersMu.Lock()
+	defer providersMu.Unlock()
+	if _, dup := providers[scheme]; dup {
+		panic("fabric: provider registered twice: " + scheme)
+	}
+	providers[scheme] = p
+}
+
+// Schemes lists the registered URL schemes.
+func Schemes() []string {
+	providersMu.RLock()
+	defer providersMu.RUnlock()
+	s := make([]string, 0, len(providers))
+	for k := range providers {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+func lookup(addr string) (*url.URL, Provider, error) {
+	u, err := url.Parse(addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fabric: bad address %q: %w", addr, err)
+	}
+	providersMu.RLock()
+	p := providers[u.Scheme]
+	providersMu.RUnlock()
+	if p == nil {
+		return nil, nil, fmt.Errorf("fabric: no provider for %q (have %v)", u.Scheme, Schemes())
+	}
+	return u, p, nil
+}
+
+// Listen listens on a URL such as shm:///tmp/jakiro.sock,
+// tcp://127.0.0.1:7700 or rdma://192.168.1.5:7700.
+func Listen(addr string, o Options) (Listener, error) {
+	u, p, err := lookup(addr)
+	if err != nil {
+		return nil, err
+	}
+	return p.Listen(u, o.WithDefaults())
+}
+
+// Dial starts a connection to a listener's URL.
+func Dial(ctx context.Context, addr string, o Options) (Setup, error) {
+	u, p, err := lookup(addr)
+	if err != nil {
+		return nil, err
+	}
+	return p.Dial(ctx, u, o.WithDefaults())
+}
