@@ -1,0 +1,178 @@
+package shm
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+// conn is an established shm connection. Post does the copies itself, so
+// a completion is ready as soon as its op is posted; the ring only keeps
+// them for Poll, in posting order.
+type conn struct {
+	d        *domain
+	peer     []byte // the peer's domain, mapped; untrusted contents
+	peerData []byte
+	sock     *net.UnixConn
+
+	// mu is held shared by Post and Poll while they touch the mappings,
+	// and exclusively by Close to unmap them.
+	mu    sync.RWMutex
+	state atomic.Int32 // stateOpen, stateClosed or stateGone; first wins
+
+	done      chan struct{}
+	doneOnce  sync.Once
+	closeOnce sync.Once
+
+	// Completion ring, touched only by the Post/Poll goroutine.
+	ring       []fabric.Completion
+	mask       uint64
+	head, tail uint64
+	depth      uint64
+}
+
+const (
+	stateOpen = iota
+	stateClosed
+	stateGone
+)
+
+var errBadKind = errors.New("shm: op kind is neither READ nor WRITE")
+
+func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Options) *conn {
+	n := 1
+	for n < o.QueueDepth {
+		n <<= 1
+	}
+	c := &conn{
+		d:        d,
+		peer:     peer,
+		peerData: peerData,
+		sock:     sock,
+		done:     make(chan struct{}),
+		ring:     make([]fabric.Completion, n),
+		mask:     uint64(n - 1),
+		depth:    uint64(o.QueueDepth),
+	}
+	go c.watch()
+	return c
+}
+
+// watch blocks reading the socket, which carries nothing after the
+// handshake: EOF or an error means the peer closed or died.
+func (c *conn) watch() {
+	var b [64]byte
+	for {
+		if _, err := c.sock.Read(b[:]); err != nil {
+			break
+		}
+	}
+	c.state.CompareAndSwap(stateOpen, stateGone)
+	c.doneOnce.Do(func() { close(c.done) })
+}
+
+func stateErr(s int32) error {
+	switch s {
+	case stateClosed:
+		return fabric.ErrClosed
+	case stateGone:
+		return fabric.ErrPeerGone
+	}
+	return nil
+}
+
+func (c *conn) Alloc(size int) (*fabric.Region, error) {
+	if s := c.state.Load(); s != stateOpen {
+		return nil, stateErr(s)
+	}
+	return c.d.alloc(size)
+}
+
+func (c *conn) PeerData() []byte { return c.peerData }
+
+func (c *conn) Post(ops []fabric.Op) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if s := c.state.Load(); s != stateOpen {
+		return stateErr(s)
+	}
+	if uint64(len(ops)) > c.depth-(c.tail-c.head) {
+		return fabric.ErrQueueFull
+	}
+	// Check the whole batch first: on error nothing is posted.
+	for i := range ops {
+		op := &ops[i]
+		if op.Kind != fabric.OpRead && op.Kind != fabric.OpWrite {
+			return errBadKind
+		}
+		if op.Local == nil || !c.d.owns(op.Local) || op.LocalOff < 0 || op.Len < 0 ||
+			op.LocalOff > op.Local.Len()-op.Len {
+			return fabric.ErrLocalAccess
+		}
+	}
+	for i := range ops {
+		op := &ops[i]
+		rem, err := lookup(c.peer, op.Remote, op.RemoteOff, op.Len)
+		if err == nil {
+			loc := op.Local.Bytes()[op.LocalOff : op.LocalOff+op.Len]
+			if op.Kind == fabric.OpRead {
+				copy(loc, rem)
+			} else {
+				copy(rem, loc)
+			}
+		}
+		c.ring[c.tail&c.mask] = fabric.Completion{ID: op.ID, Kind: op.Kind, Err: err}
+		c.tail++
+	}
+	return nil
+}
+
+func (c *conn) Poll(cs []fabric.Completion) (int, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if s := c.state.Load(); s != stateOpen {
+		return 0, stateErr(s)
+	}
+	n := 0
+	for n < len(cs) && c.head != c.tail {
+		cs[n] = c.ring[c.head&c.mask]
+		c.head++
+		n++
+	}
+	return n, nil
+}
+
+func (c *conn) Done() <-chan struct{} { return c.done }
+
+func (c *conn) Err() error {
+	select {
+	case <-c.done:
+		return stateErr(c.state.Load())
+	default:
+		return nil
+	}
+}
+
+// Close tells the peer (it reads EOF), then unmaps both domains once no
+// Post or Poll is inside them.
+func (c *conn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		c.state.CompareAndSwap(stateOpen, stateClosed)
+		c.sock.Close()
+		c.doneOnce.Do(func() { close(c.done) })
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		err = unix.Munmap(c.peer)
+		c.peer = nil
+		if derr := c.d.close(); err == nil {
+			err = derr
+		}
+	})
+	return err
+}

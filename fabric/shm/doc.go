@@ -1,0 +1,39 @@
+// Package shm is the shared-memory fabric provider: cross-process,
+// truly one-sided, on one Linux host. Import it for its side effect; it
+// registers the "shm" URL scheme:
+//
+//	shm:///path/to/socket            listener socket, mode 0600
+//	shm:///path/to/socket?mode=0660  other socket file mode
+//
+// # Domains
+//
+// Each side of each connection owns a protection domain: a sealed memfd
+// (F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL) of Options.DomainSize bytes plus
+// a table page, sparse, that holds exactly the regions it grants that one
+// peer. The handshake passes the two memfds over the unix socket
+// (SOCK_SEQPACKET, SCM_RIGHTS) along with the private data; each side maps
+// the other's. A peer therefore can map nothing but what was allocated for
+// it: regions of other connections live in other memfds.
+//
+// # One-sided operations
+//
+// READ and WRITE are memory copies done by the initiator inside Post,
+// between its region and its mapping of the peer's domain; the target's
+// CPU takes no part. Access validation also happens at the initiator: the
+// owner of a domain records each registered region {key, offset, length}
+// in the domain's table, and the initiator looks the Desc's key up there
+// and checks the range lies inside that region, else the operation
+// completes with fabric.ErrRemoteAccess. The table is peer-written memory
+// and is treated as untrusted input: every entry is bounds-checked against
+// the mapped size, and the received memfd's seals are verified before it
+// is mapped, so a peer can neither make us fault (it cannot shrink its
+// file) nor reach beyond its own domain.
+//
+// Completions are queued in a fixed ring, delivered in posting order by
+// Poll. Post and Poll do not allocate. A goroutine blocked reading the
+// socket sees EOF when the peer closes or dies; the connection then
+// reports fabric.ErrPeerGone. Close unmaps both domains.
+//
+// Memory ordering: copies are plain memmove; the ordering contract of
+// package fabric (torn views possible) applies.
+package shm

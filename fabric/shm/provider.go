@@ -1,0 +1,66 @@
+package shm
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+func init() { fabric.Register("shm", provider{}) }
+
+type provider struct{}
+
+// DefaultSocketMode is the listener socket's file mode unless the URL says
+// otherwise (?mode=0660): only the owner may connect.
+const DefaultSocketMode os.FileMode = 0o600
+
+func socketPath(u *url.URL) (string, error) {
+	switch {
+	case u.Host != "":
+		return "", fmt.Errorf("shm: address %q has a host; want shm:///path/to/socket", u.String())
+	case u.Opaque != "":
+		return u.Opaque, nil // shm:relative/path
+	case u.Path == "":
+		return "", fmt.Errorf("shm: address %q has no socket path", u.String())
+	}
+	return u.Path, nil
+}
+
+func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
+	path, err := socketPath(u)
+	if err != nil {
+		return nil, err
+	}
+	mode := DefaultSocketMode
+	if m := u.Query().Get("mode"); m != "" {
+		v, err := strconv.ParseUint(m, 8, 32)
+		if err != nil || v > 0o777 {
+			return nil, fmt.Errorf("shm: bad socket mode %q in %q", m, u.String())
+		}
+		mode = os.FileMode(v)
+	}
+	return listen(path, mode, o)
+}
+
+func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.Setup, error) {
+	path, err := socketPath(u)
+	if err != nil {
+		return nil, err
+	}
+	var nd net.Dialer
+	c, err := nd.DialContext(ctx, "unixpacket", path)
+	if err != nil {
+		return nil, fmt.Errorf("shm: dial %s: %w", path, err)
+	}
+	d, err := newDomain(o.DomainSize)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &setup{d: d, sock: c.(*net.UnixConn), opts: o}, nil
+}

@@ -1,0 +1,163 @@
+package shm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+// setup is a connection whose domain exists and whose handshake is not
+// done. On the acceptor side the dialer's hello (private data and mapped
+// domain) has already arrived.
+type setup struct {
+	d        *domain
+	sock     *net.UnixConn
+	opts     fabric.Options
+	acceptor bool
+	peerData []byte // acceptor: the dialer's private data
+	peer     []byte // acceptor: the dialer's mapped domain
+
+	mu    sync.Mutex
+	state int // setupOpen, setupDone, setupClosed
+}
+
+const (
+	setupOpen = iota
+	setupDone
+	setupClosed
+)
+
+func (s *setup) Alloc(size int) (*fabric.Region, error) { return s.d.alloc(size) }
+
+func (s *setup) PeerData() []byte {
+	if !s.acceptor {
+		return nil
+	}
+	return s.peerData
+}
+
+func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error) {
+	limit := fabric.MaxDialData
+	if s.acceptor {
+		limit = fabric.MaxAcceptData
+	}
+	if len(data) > limit {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", fabric.ErrPrivateData, len(data), limit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != setupOpen {
+		return nil, fabric.ErrClosed
+	}
+	stop := bindContext(ctx, s.sock)
+	defer stop()
+	if s.acceptor {
+		if err := sendMsg(s.sock, msgAccept, data, s.d.fd); err != nil {
+			s.abort()
+			return nil, ctxErr(ctx, fmt.Errorf("shm: send accept: %w", err))
+		}
+		if err := s.finish(ctx, stop); err != nil {
+			return nil, err
+		}
+		return newConn(s.d, s.peer, s.peerData, s.sock, s.opts), nil
+	}
+	if err := sendMsg(s.sock, msgHello, data, s.d.fd); err != nil {
+		s.abort()
+		return nil, ctxErr(ctx, fmt.Errorf("shm: send hello: %w", err))
+	}
+	m, err := recvMsg(s.sock)
+	if err != nil {
+		s.abort()
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			return nil, fmt.Errorf("%w: acceptor closed the socket", fabric.ErrRejected)
+		}
+		return nil, ctxErr(ctx, err)
+	}
+	switch m.typ {
+	case msgAccept:
+	case msgReject:
+		s.abort()
+		return nil, fabric.ErrRejected
+	default:
+		if m.fd >= 0 {
+			unix.Close(m.fd)
+		}
+		s.abort()
+		return nil, fmt.Errorf("%w: unexpected message type %d", errProtocol, m.typ)
+	}
+	peer, err := mapPeer(m.fd)
+	if err != nil {
+		s.abort()
+		return nil, err
+	}
+	s.peer = peer // freed by finish on failure
+	if err := s.finish(ctx, stop); err != nil {
+		return nil, err
+	}
+	return newConn(s.d, peer, m.data, s.sock, s.opts), nil
+}
+
+// finish detaches ctx from the socket for good. If ctx fired meanwhile its
+// deadline may land at any time, so the connection is given up. s.mu held.
+func (s *setup) finish(ctx context.Context, stop func() bool) error {
+	if !stop() {
+		s.abort()
+		return ctxErr(ctx, errors.New("shm: handshake interrupted"))
+	}
+	if err := s.sock.SetDeadline(time.Time{}); err != nil {
+		s.abort()
+		return fmt.Errorf("shm: clear deadline: %w", err)
+	}
+	s.state = setupDone
+	return nil
+}
+
+// Close abandons the setup; on the acceptor side it rejects the dialer.
+func (s *setup) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != setupOpen {
+		return nil
+	}
+	if s.acceptor {
+		s.sock.SetDeadline(time.Now().Add(time.Second))
+		sendMsg(s.sock, msgReject, nil, -1) // best effort: EOF says as much
+	}
+	s.abort()
+	return nil
+}
+
+// abort frees everything. s.mu held.
+func (s *setup) abort() {
+	s.state = setupClosed
+	s.sock.Close()
+	if s.peer != nil {
+		unix.Munmap(s.peer)
+		s.peer = nil
+	}
+	s.d.close()
+}
+
+// bindContext makes socket I/O obey ctx (deadline and cancellation).
+func bindContext(ctx context.Context, c *net.UnixConn) (stop func() bool) {
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	return context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+}
+
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%w (%v)", cerr, err)
+	}
+	return err
+}

@@ -1,0 +1,167 @@
+package shm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+// Handshake messages, one SOCK_SEQPACKET datagram each:
+//
+//	magic u32 | version u8 | type u8 | dataLen u16 | data
+//
+// hello (dialer) and accept (acceptor) carry the sender's domain memfd as
+// SCM_RIGHTS; reject carries nothing. After accept the socket carries no
+// more messages: it stays open only so each side sees the other go (EOF).
+const (
+	wireMagic   = 0x48534b4a // "JKSH"
+	wireVersion = 1
+	wireHdr     = 8
+
+	msgHello  = 1
+	msgAccept = 2
+	msgReject = 3
+
+	maxMsg = wireHdr + fabric.MaxAcceptData
+)
+
+type message struct {
+	typ  byte
+	data []byte
+	fd   int // -1 if none
+}
+
+func sendMsg(c *net.UnixConn, typ byte, data []byte, fd int) error {
+	var b [maxMsg]byte
+	binary.LittleEndian.PutUint32(b[0:], wireMagic)
+	b[4] = wireVersion
+	b[5] = typ
+	binary.LittleEndian.PutUint16(b[6:], uint16(len(data)))
+	n := wireHdr + copy(b[wireHdr:], data)
+	var oob []byte
+	if fd >= 0 {
+		oob = unix.UnixRights(fd)
+	}
+	_, _, err := c.WriteMsgUnix(b[:n], oob, nil)
+	return err
+}
+
+var errProtocol = errors.New("shm: handshake protocol error")
+
+// recvMsg reads one handshake message. Every fd received is either
+// returned (exactly one, on hello/accept) or closed.
+func recvMsg(c *net.UnixConn) (message, error) {
+	var b [maxMsg + 1]byte
+	oob := make([]byte, unix.CmsgSpace(4*4)) // room to see (and close) a few extra fds
+	n, oobn, flags, _, err := c.ReadMsgUnix(b[:], oob)
+	if err != nil {
+		return message{fd: -1}, err
+	}
+	fds, ferr := parseFDs(oob[:oobn])
+	m := message{fd: -1}
+	fail := func(format string, a ...any) (message, error) {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return message{fd: -1}, fmt.Errorf("%w: "+format, append([]any{errProtocol}, a...)...)
+	}
+	switch {
+	case ferr != nil:
+		return fail("control message: %v", ferr)
+	case flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
+		return fail("truncated message (flags %#x)", flags)
+	case n < wireHdr:
+		return fail("short message of %d bytes", n)
+	case binary.LittleEndian.Uint32(b[0:]) != wireMagic || b[4] != wireVersion:
+		return fail("bad magic or version")
+	}
+	m.typ = b[5]
+	dl := int(binary.LittleEndian.Uint16(b[6:]))
+	if dl != n-wireHdr {
+		return fail("data length %d, message carries %d", dl, n-wireHdr)
+	}
+	limit, wantFD := 0, false
+	switch m.typ {
+	case msgHello:
+		limit, wantFD = fabric.MaxDialData, true
+	case msgAccept:
+		limit, wantFD = fabric.MaxAcceptData, true
+	case msgReject:
+	default:
+		return fail("unknown message type %d", m.typ)
+	}
+	if dl > limit {
+		return fail("%d bytes of private data, limit %d", dl, limit)
+	}
+	if wantFD != (len(fds) == 1) {
+		return fail("message type %d with %d fds", m.typ, len(fds))
+	}
+	m.data = append([]byte(nil), b[wireHdr:n]...)
+	if wantFD {
+		m.fd = fds[0]
+		unix.CloseOnExec(m.fd)
+	}
+	return m, nil
+}
+
+func parseFDs(oob []byte) ([]int, error) {
+	if len(oob) == 0 {
+		return nil, nil
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	for i := range msgs {
+		if msgs[i].Header.Level != unix.SOL_SOCKET || msgs[i].Header.Type != unix.SCM_RIGHTS {
+			continue
+		}
+		f, err := unix.ParseUnixRights(&msgs[i])
+		if err != nil {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+			return nil, err
+		}
+		fds = append(fds, f...)
+	}
+	return fds, nil
+}
+
+// mapPeer verifies a received domain memfd and maps it. It always closes
+// fd: the mapping keeps the file alive.
+func mapPeer(fd int) ([]byte, error) {
+	defer unix.Close(fd)
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: peer fd is not a sealable memfd: %v", errProtocol, err)
+	}
+	if seals&requiredSeals != requiredSeals {
+		return nil, fmt.Errorf("%w: peer memfd seals %#x lack %#x (it could shrink under us)", errProtocol, seals, requiredSeals)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("shm: fstat peer memfd: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%w: peer fd is not a regular file (mode %#o)", errProtocol, st.Mode)
+	}
+	if st.Size < tableSize || st.Size > tableSize+maxDomainSize {
+		return nil, fmt.Errorf("%w: peer domain size %d out of range", errProtocol, st.Size)
+	}
+	mem, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("shm: mmap peer domain: %w", err)
+	}
+	if err := checkHeader(mem); err != nil {
+		unix.Munmap(mem)
+		return nil, fmt.Errorf("%w: %v", errProtocol, err)
+	}
+	return mem, nil
+}
