@@ -1,0 +1,111 @@
+package tcp
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+// listener accepts sockets and runs each hello in its own goroutine, so a
+// slow or stray client holds up nobody; only good hellos reach Accept.
+type listener struct {
+	ln     *net.TCPListener
+	o      fabric.Options
+	addr   string
+	ready  chan *setup
+	closed chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+}
+
+func newListener(ln *net.TCPListener, o fabric.Options) *listener {
+	l := &listener{
+		ln:     ln,
+		o:      o,
+		addr:   "tcp://" + ln.Addr().String(),
+		ready:  make(chan *setup),
+		closed: make(chan struct{}),
+	}
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l
+}
+
+func (l *listener) Addr() string { return l.addr }
+
+func (l *listener) acceptLoop() {
+	defer l.wg.Done()
+	var delay time.Duration
+	for {
+		nc, err := l.ln.AcceptTCP()
+		if err != nil {
+			select {
+			case <-l.closed:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors and the like: back off, as net/http does.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		l.wg.Add(1)
+		go l.handshake(nc)
+	}
+}
+
+func (l *listener) handshake(nc *net.TCPConn) {
+	defer l.wg.Done()
+	if err := tune(nc); err != nil {
+		_ = nc.Close()
+		return
+	}
+	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	data, depth, err := readHello(nc)
+	if err != nil {
+		_ = nc.Close()
+		return
+	}
+	s := newSetup(nc, l.o, false)
+	s.peerData, s.peerDepth = data, depth
+	// From here the application decides how long the dialer waits.
+	_ = nc.SetDeadline(time.Time{})
+	select {
+	case l.ready <- s:
+	case <-l.closed:
+		_ = s.Close()
+	}
+}
+
+func (l *listener) Accept(ctx context.Context) (fabric.Setup, error) {
+	select {
+	case <-l.closed:
+		return nil, fabric.ErrClosed
+	default:
+	}
+	select {
+	case s := <-l.ready:
+		return s, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-l.closed:
+		return nil, fabric.ErrClosed
+	}
+}
+
+func (l *listener) Close() error {
+	l.once.Do(func() {
+		close(l.closed)
+		_ = l.ln.Close()
+		l.wg.Wait()
+	})
+	return nil
+}

@@ -1,0 +1,215 @@
+package tcp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+// errProto marks a peer that broke the protocol; the connection ends.
+var errProto = errors.New("fabric/tcp: protocol error")
+
+func protoErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: %s", fabric.ErrPeerGone, errProto, fmt.Sprintf(format, args...))
+}
+
+func (c *conn) readLoop() {
+	defer c.wg.Done()
+	err := c.serve()
+	c.fail(err)
+	// After fail: a Poll that sees readerOut also sees dead and c.err.
+	c.readerOut.Store(true)
+}
+
+func (c *conn) readErr(err error) error {
+	if c.dead.Load() {
+		return c.err
+	}
+	return fmt.Errorf("%w: %v", fabric.ErrPeerGone, err)
+}
+
+// serve reads frames until the socket fails: the peer's requests (the
+// NIC's work) and the responses to our own requests.
+func (c *conn) serve() error {
+	br := c.br
+	for {
+		if br.Buffered() == 0 {
+			// Out of input: send what was served before blocking, so a
+			// batch of requests gets one batch of responses.
+			c.kickSender()
+		}
+		b, err := br.Peek(1)
+		if err != nil {
+			return c.readErr(err)
+		}
+		switch b[0] {
+		case frameRead, frameWrite:
+			h, err := br.Peek(reqSize)
+			if err != nil {
+				return c.readErr(err)
+			}
+			typ := h[0]
+			key := binary.LittleEndian.Uint32(h[4:])
+			addr := binary.LittleEndian.Uint64(h[8:])
+			n := binary.LittleEndian.Uint32(h[16:])
+			_, _ = br.Discard(reqSize)
+			if err := c.serveReq(typ, key, addr, uint64(n)); err != nil {
+				return err
+			}
+		case frameResp:
+			h, err := br.Peek(respSize)
+			if err != nil {
+				return c.readErr(err)
+			}
+			status := h[1]
+			_, _ = br.Discard(respSize)
+			if err := c.complete(status); err != nil {
+				return err
+			}
+		default:
+			return protoErr("unknown frame type %#x", b[0])
+		}
+	}
+}
+
+func (c *conn) kickSender() {
+	if c.ntail.Load() != c.nhead.Load() {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// serveReq is the NIC: it checks the peer's request against this domain
+// and applies it, queueing the response for the sender.
+func (c *conn) serveReq(typ uint8, key uint32, addr, n uint64) error {
+	if n > MaxOpLen {
+		return protoErr("request of %d bytes exceeds %d", n, MaxOpLen)
+	}
+	t := c.ntail.Load()
+	for t-c.nhead.Load() > c.nmask {
+		// The peer has more requests in flight than it declared (or the
+		// sender lags by a hair): wait for the sender, never write here.
+		c.kickSender()
+		select {
+		case <-c.space:
+		case <-c.done:
+			return c.err
+		}
+	}
+	e := &c.nic[t&c.nmask]
+	r, off := c.d.access(key, addr, n)
+	if typ == frameWrite {
+		if r != nil {
+			if c.br.Buffered() < int(n) {
+				c.kickSender()
+			}
+			_, err := io.ReadFull(c.br, r.mem[off:off+n])
+			r.release()
+			if err != nil {
+				return c.readErr(err)
+			}
+			*e = nicResp{status: statusOK}
+		} else {
+			// Skip the payload so the stream stays in step.
+			if _, err := c.br.Discard(int(n)); err != nil {
+				return c.readErr(err)
+			}
+			*e = nicResp{status: statusAccess}
+		}
+	} else if r != nil {
+		*e = nicResp{status: statusOK, r: r, off: off, n: n}
+	} else {
+		*e = nicResp{status: statusAccess}
+	}
+	c.ntail.Store(t + 1)
+	return nil
+}
+
+// complete matches a response to the oldest uncompleted op of ours.
+func (c *conn) complete(status uint8) error {
+	i := c.resp.Load()
+	if i == c.tail.Load() {
+		return protoErr("response with no request outstanding")
+	}
+	e := &c.ops[i&c.mask]
+	switch status {
+	case statusOK:
+		if e.kind == fabric.OpRead && e.n > 0 {
+			if _, err := io.ReadFull(c.br, e.local.mem[e.loff:e.loff+e.n]); err != nil {
+				return c.readErr(err)
+			}
+		}
+		e.err = nil
+	case statusAccess:
+		e.err = fabric.ErrRemoteAccess
+	default:
+		return protoErr("unknown response status %d", status)
+	}
+	e.local.release()
+	e.local = nil
+	c.resp.Store(i + 1)
+	return nil
+}
+
+// sendLoop writes queued responses, one flush per batch.
+func (c *conn) sendLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.kick:
+		case <-c.done:
+			c.dropResponses()
+			return
+		}
+		if err := c.sendResponses(); err != nil {
+			c.fail(c.readErr(err))
+			c.dropResponses()
+			return
+		}
+		select {
+		case c.space <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *conn) sendResponses() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	h, t := c.nhead.Load(), c.ntail.Load()
+	for ; h != t; h++ {
+		e := &c.nic[h&c.nmask]
+		c.rhdr[0], c.rhdr[1] = frameResp, e.status
+		_, err := c.bw.Write(c.rhdr[:])
+		if err == nil && e.r != nil {
+			_, err = c.bw.Write(e.r.mem[e.off : e.off+e.n])
+			e.r.release()
+			e.r = nil
+		}
+		if err != nil {
+			c.nhead.Store(h + 1)
+			return err
+		}
+		c.nhead.Store(h + 1)
+	}
+	return c.bw.Flush()
+}
+
+// dropResponses releases the regions of responses that will never be
+// sent. Only the sender touches [nhead..ntail); the reader may still add.
+func (c *conn) dropResponses() {
+	h, t := c.nhead.Load(), c.ntail.Load()
+	for ; h != t; h++ {
+		e := &c.nic[h&c.nmask]
+		if e.r != nil {
+			e.r.release()
+			e.r = nil
+		}
+	}
+	c.nhead.Store(h)
+}

@@ -1,0 +1,188 @@
+package tcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+// setup is a connection whose socket and domain exist and whose handshake
+// is not done.
+type setup struct {
+	nc        *net.TCPConn
+	d         *domain
+	o         fabric.Options
+	dialer    bool
+	peerData  []byte // acceptor: the dialer's hello data
+	peerDepth int    // acceptor: the dialer's queue depth
+
+	mu    sync.Mutex
+	state int // setupOpen, setupDone, setupClosed
+}
+
+const (
+	setupOpen = iota
+	setupDone
+	setupClosed
+)
+
+func newSetup(nc *net.TCPConn, o fabric.Options, dialer bool) *setup {
+	return &setup{nc: nc, d: newDomain(o.DomainSize), o: o, dialer: dialer}
+}
+
+func (s *setup) Alloc(size int) (*fabric.Region, error) { return s.d.alloc(size) }
+
+func (s *setup) PeerData() []byte { return s.peerData }
+
+// Close rejects (acceptor) or abandons (dialer) the setup and frees its
+// regions; after Establish it does nothing.
+func (s *setup) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != setupOpen {
+		return nil
+	}
+	s.state = setupClosed
+	if !s.dialer {
+		_ = s.nc.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = s.nc.Write(putHS(nil, kindReject, 0, nil))
+	}
+	_ = s.nc.Close()
+	s.d.closeAll()
+	return nil
+}
+
+var errAborted = errors.New("fabric/tcp: handshake aborted")
+
+func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error) {
+	limit := fabric.MaxAcceptData
+	if s.dialer {
+		limit = fabric.MaxDialData
+	}
+	if len(data) > limit {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", fabric.ErrPrivateData, len(data), limit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case setupDone:
+		return nil, errors.New("fabric/tcp: Establish called twice")
+	case setupClosed:
+		return nil, fabric.ErrClosed
+	}
+	// The context bounds the handshake through the socket's deadline.
+	if dl, ok := ctx.Deadline(); ok {
+		_ = s.nc.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = s.nc.SetDeadline(time.Unix(1, 0)) })
+	var c *conn
+	var err error
+	if s.dialer {
+		c, err = s.dial(data)
+	} else {
+		c, err = s.accept(data)
+	}
+	if !stop() && err == nil {
+		// The context ended as we finished; the deadline may be set.
+		c.Close()
+		c, err = nil, ctx.Err()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("fabric/tcp: handshake: %w", ctx.Err())
+		}
+		s.state = setupClosed
+		_ = s.nc.Close()
+		s.d.closeAll()
+		return nil, err
+	}
+	s.state = setupDone
+	return c, nil
+}
+
+// dial sends the hello and reads the acceptor's answer.
+func (s *setup) dial(data []byte) (*conn, error) {
+	if _, err := s.nc.Write(putHS(nil, kindHello, s.o.QueueDepth, data)); err != nil {
+		return nil, fmt.Errorf("%w: sending hello: %v", fabric.ErrPeerGone, err)
+	}
+	// Read exactly the reply: what follows it belongs to the conn.
+	var hb [hsSize]byte
+	n, err := io.ReadFull(s.nc, hb[:])
+	if n == 0 && (err == io.EOF || errors.Is(err, net.ErrClosed)) {
+		return nil, fmt.Errorf("%w: listener closed the connection without answering", fabric.ErrRejected)
+	}
+	if err != nil && n == 0 {
+		return nil, fmt.Errorf("%w: reading handshake reply: %v", fabric.ErrPeerGone, err)
+	}
+	h, perr := parseHS(hb[:n])
+	if perr != nil {
+		return nil, fmt.Errorf("fabric/tcp: %s: %v", s.nc.RemoteAddr(), perr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading handshake reply: %v", fabric.ErrPeerGone, err)
+	}
+	reply := make([]byte, h.dataLen)
+	if _, err := io.ReadFull(s.nc, reply); err != nil {
+		return nil, fmt.Errorf("%w: reading handshake reply: %v", fabric.ErrPeerGone, err)
+	}
+	switch {
+	case h.kind == kindBadVersion:
+		return nil, fmt.Errorf("fabric/tcp: %s speaks protocol version %d, this dialer %d", s.nc.RemoteAddr(), h.version, version)
+	case h.kind == kindBadHello:
+		return nil, fmt.Errorf("fabric/tcp: %s refused the hello: %s", s.nc.RemoteAddr(), reply)
+	case h.kind == kindReject:
+		return nil, fabric.ErrRejected
+	case h.version != version || h.kind != kindAccept:
+		return nil, fmt.Errorf("fabric/tcp: %s: unexpected handshake reply (version %d, kind %d)", s.nc.RemoteAddr(), h.version, h.kind)
+	case len(reply) > fabric.MaxAcceptData:
+		return nil, fmt.Errorf("fabric/tcp: %s: accept data of %d bytes exceeds %d", s.nc.RemoteAddr(), len(reply), fabric.MaxAcceptData)
+	}
+	_ = s.nc.SetDeadline(time.Time{})
+	return newConn(s.nc, s.d, s.o.QueueDepth, int(h.depth), reply), nil
+}
+
+func (s *setup) accept(data []byte) (*conn, error) {
+	if _, err := s.nc.Write(putHS(nil, kindAccept, s.o.QueueDepth, data)); err != nil {
+		return nil, fmt.Errorf("%w: sending accept: %v", fabric.ErrPeerGone, err)
+	}
+	_ = s.nc.SetDeadline(time.Time{})
+	return newConn(s.nc, s.d, s.o.QueueDepth, s.peerDepth, s.peerData), nil
+}
+
+// readHello is the acceptor's side of the hello. A bad hello gets a reply
+// saying why (readable by a stray client too) and an error.
+func readHello(nc *net.TCPConn) (data []byte, depth int, err error) {
+	var hb [hsSize]byte
+	if _, err := io.ReadFull(nc, hb[:]); err != nil {
+		return nil, 0, fmt.Errorf("fabric/tcp: reading hello: %w", err)
+	}
+	refuse := func(why string) error {
+		_, _ = nc.Write(putHS(nil, kindBadHello, 0, []byte(why)))
+		return fmt.Errorf("fabric/tcp: bad hello from %s: %s", nc.RemoteAddr(), why)
+	}
+	h, err := parseHS(hb[:])
+	if err != nil {
+		return nil, 0, refuse("expected a jakiro fabric/tcp hello (magic " + magic + ")")
+	}
+	if h.version != version {
+		_, _ = nc.Write(putHS(nil, kindBadVersion, 0, nil))
+		return nil, 0, fmt.Errorf("fabric/tcp: hello from %s speaks version %d, we %d", nc.RemoteAddr(), h.version, version)
+	}
+	if h.kind != kindHello {
+		return nil, 0, refuse(fmt.Sprintf("expected hello, got message kind %d", h.kind))
+	}
+	if int(h.dataLen) > fabric.MaxDialData {
+		return nil, 0, refuse(fmt.Sprintf("private data of %d bytes exceeds %d", h.dataLen, fabric.MaxDialData))
+	}
+	data = make([]byte, h.dataLen)
+	if _, err := io.ReadFull(nc, data); err != nil {
+		return nil, 0, fmt.Errorf("fabric/tcp: reading hello: %w", err)
+	}
+	return data, int(h.depth), nil
+}
