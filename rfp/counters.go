@@ -1,0 +1,33 @@
+package rfp
+
+// Counters count what an initiator did. Fabric operations per request =
+// (Writes + Reads) / Ops.
+type Counters struct {
+	Ops        uint64 // requests completed
+	Writes     uint64 // request WRITEs
+	Reads      uint64 // fetch READs of every kind
+	NotReady   uint64 // READs that found no result yet (retries)
+	ExtraReads uint64 // second READs for values longer than RFS
+	Torn       uint64 // READs that saw a torn slot and were repeated
+	Replied    uint64 // requests answered by a server WRITE
+}
+
+// FabricOpsPerOp is (Writes+Reads)/Ops.
+func (c Counters) FabricOpsPerOp() float64 {
+	if c.Ops == 0 {
+		return 0
+	}
+	return float64(c.Writes+c.Reads) / float64(c.Ops)
+}
+
+// Sub is c - o, for measuring an interval.
+func (c Counters) Sub(o Counters) Counters {
+	return Counters{c.Ops - o.Ops, c.Writes - o.Writes, c.Reads - o.Reads, c.NotReady - o.NotReady,
+		c.ExtraReads - o.ExtraReads, c.Torn - o.Torn, c.Replied - o.Replied}
+}
+
+// Add is c + o.
+func (c Counters) Add(o Counters) Counters {
+	return Counters{c.Ops + o.Ops, c.Writes + o.Writes, c.Reads + o.Reads, c.NotReady + o.NotReady,
+		c.ExtraReads + o.ExtraReads, c.Torn + o.Torn, c.Replied + o.Replied}
+}

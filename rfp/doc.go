@@ -1,0 +1,47 @@
+// Package rfp is the Remote Fetching Paradigm protocol: how a Jakiro client
+// and server talk over any fabric (see package fabric) without the server
+// ever sending anything in the classic RFP mode.
+//
+// # Memory
+//
+// At connect, the server grants each client one region in the client's
+// own protection domain. Its Layout holds a control block and, for each
+// server partition, a request ring and a response ring of Slots slots each.
+// The client owns a local region of the same geometry that serves as WRITE
+// source and READ target, and as the target of server WRITEs in reply mode.
+//
+// # One operation
+//
+//  1. Send: the client picks the partition from the key hash and WRITEs the
+//     request into its next request slot with one fabric WRITE.
+//  2. Serve: the partition's goroutine finds the slot complete (sequence
+//     number expected and checksum valid), runs it, writes the result into
+//     the matching response slot in its own memory, header last.
+//  3. Fetch: the client READs RFS bytes of the response slot: header and
+//     value come back together. Sequence not yet there: READ again. Value
+//     longer than RFS-8: one more READ of the rest.
+//
+// In reply mode (a per-request flag) the server additionally WRITEs the
+// response slot into the client's local region, where the client polls it.
+// Hybrid mode switches the flag on when fetching keeps finding results not
+// ready and off again when it pays (Hybrid).
+//
+// # Slots and torn writes
+//
+// A fabric WRITE or READ may be observed torn (bytes in any order), so every
+// slot ends with a 32-bit checksum over all of it, sequence number included:
+// a reader accepts a slot only when the sequence number it expects is in the
+// header and the checksum matches. A reader never returns a half-written
+// value. Slots are reused only after their previous result was consumed, so
+// a writer never overwrites bytes a reader still needs.
+//
+//	request:  seq u32 | op u8 | flags u8 | klen u16 | vlen u32 | ttl u32 | key | value | sum u32
+//	response: seq u8 | status u4 + vlen u20 | value | sum u32
+//
+// The response header is the paper's 4 bytes (2 B header + 2 B length, here
+// packed with a 20-bit length so values reach 1 MiB-1); the 4-byte checksum
+// makes the RFS that covers a 32 B value 40 rather than the paper's 36.
+//
+// Everything a peer writes is untrusted: decoders bounds-check and return
+// errors; nothing here panics on peer bytes.
+package rfp

@@ -1,0 +1,102 @@
+package rfp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+const (
+	helloMagic   = 0x4f524b4a // "JKRO"
+	welcomeMagic = 0x574b524a // "JRKW"
+	// Version is the protocol version both sides must speak.
+	Version = 1
+)
+
+// Hello is the client's handshake private data.
+type Hello struct {
+	Version uint8
+	Slots   uint16 // requested slots per ring; 0 = server default
+}
+
+const helloSize = 8
+
+// Put encodes h.
+func (h Hello) Put() []byte {
+	b := make([]byte, helloSize)
+	binary.LittleEndian.PutUint32(b, helloMagic)
+	b[4] = h.Version
+	binary.LittleEndian.PutUint16(b[6:], h.Slots)
+	return b
+}
+
+// ErrNotJakiro says the peer does not speak this protocol.
+var ErrNotJakiro = errors.New("rfp: peer does not speak the Jakiro protocol")
+
+// ParseHello decodes a client's private data.
+func ParseHello(b []byte) (Hello, error) {
+	if len(b) < helloSize || binary.LittleEndian.Uint32(b) != helloMagic {
+		return Hello{}, ErrNotJakiro
+	}
+	h := Hello{Version: b[4], Slots: binary.LittleEndian.Uint16(b[6:])}
+	if h.Version != Version {
+		return h, fmt.Errorf("rfp: client speaks version %d, server %d", h.Version, Version)
+	}
+	return h, nil
+}
+
+// Welcome is the server's handshake private data: the grant's geometry and
+// descriptor.
+type Welcome struct {
+	Layout   Layout
+	Grant    fabric.Desc
+	ClientID uint32
+}
+
+const welcomeSize = 4 + 4 + 5*4 + fabric.DescSize + 4
+
+// Put encodes w.
+func (w Welcome) Put() []byte {
+	b := make([]byte, welcomeSize)
+	le := binary.LittleEndian
+	le.PutUint32(b, welcomeMagic)
+	b[4] = Version
+	le.PutUint32(b[8:], uint32(w.Layout.Partitions))
+	le.PutUint32(b[12:], uint32(w.Layout.Slots))
+	le.PutUint32(b[16:], uint32(w.Layout.MaxValue))
+	le.PutUint32(b[20:], uint32(w.Layout.ReqSlot))
+	le.PutUint32(b[24:], uint32(w.Layout.RespSlot))
+	w.Grant.Put(b[28:])
+	le.PutUint32(b[28+fabric.DescSize:], w.ClientID)
+	return b
+}
+
+// ParseWelcome decodes and validates the server's private data.
+func ParseWelcome(b []byte) (Welcome, error) {
+	le := binary.LittleEndian
+	if len(b) < welcomeSize || le.Uint32(b) != welcomeMagic {
+		return Welcome{}, ErrNotJakiro
+	}
+	if b[4] != Version {
+		return Welcome{}, fmt.Errorf("rfp: server speaks version %d, client %d", b[4], Version)
+	}
+	var w Welcome
+	w.Layout = Layout{
+		Partitions: int(le.Uint32(b[8:])),
+		Slots:      int(le.Uint32(b[12:])),
+		MaxValue:   int(le.Uint32(b[16:])),
+		ReqSlot:    int(le.Uint32(b[20:])),
+		RespSlot:   int(le.Uint32(b[24:])),
+	}
+	if err := w.Layout.Validate(); err != nil {
+		return w, err
+	}
+	w.Grant, _ = fabric.ParseDesc(b[28:])
+	if w.Grant.Len < uint64(w.Layout.Size()) {
+		return w, fmt.Errorf("rfp: grant of %d bytes cannot hold layout of %d", w.Grant.Len, w.Layout.Size())
+	}
+	w.ClientID = le.Uint32(b[28+fabric.DescSize:])
+	return w, nil
+}

@@ -1,0 +1,360 @@
+package rfp
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+// InitiatorConfig tunes the client side of the protocol.
+type InitiatorConfig struct {
+	Mode Mode
+	// RFS is the remote fetch size in bytes; 0 means auto (AutoRFS).
+	RFS int
+	// FetchDelayNS is the wait before the first fetch READ; negative means
+	// adaptive (FetchDelay).
+	FetchDelayNS int64
+	// HybridR is the not-ready streak that switches hybrid mode to replies.
+	HybridR int
+	// Window bounds outstanding requests per partition (default and
+	// maximum: the layout's slots).
+	Window int
+}
+
+// Result is one finished request. Value aliases the initiator's local
+// region and stays valid until the slot is submitted again.
+type Result struct {
+	Slot   int
+	Status Status
+	Value  []byte
+}
+
+type opState uint8
+
+const (
+	opIdle      opState = iota
+	opWaiting           // sent; fetch READ due at op.due
+	opReading           // fetch READ posted
+	opReplyWait         // sent with FlagReply; polling local memory
+	opDone              // result ready, to be reported
+)
+
+type opRec struct {
+	state     opState
+	writeDone bool
+	firstRead bool // no fetch READ completed yet
+	reads     uint8
+	seq       uint32
+	due       int64
+	fetched   int // bytes of the response slot the last READ brought
+}
+
+// Completion ID layout: slot index << 2 | kind.
+const (
+	idWrite = 1
+	idRead  = 2
+)
+
+// ErrRingFull: no free slot in the partition's ring; Progress first.
+var ErrRingFull = errors.New("rfp: ring full")
+
+// Initiator drives requests over one fabric connection: it encodes and
+// WRITEs requests, fetches results, retries, and reports results. Not safe
+// for concurrent use; the client package serialises it.
+type Initiator struct {
+	conn    fabric.Conn
+	local   *fabric.Region
+	mem     []byte
+	grant   fabric.Desc
+	layout  Layout
+	cfg     InitiatorConfig
+	nextSeq []uint32 // per partition
+	inRing  []int    // outstanding per partition
+	ops     []opRec  // partition*slots + slot
+	active  int      // ops not idle
+	pending []fabric.Op
+	comps   []fabric.Completion
+	auto    *AutoRFS
+	hybrid  *Hybrid
+	delay   FetchDelay
+	epoch   time.Time
+	stats   Counters
+	failed  error
+}
+
+// NewInitiator sets up the client side on an established connection whose
+// peer sent w; local must be a region of at least w.Layout.Size() bytes in
+// the connection's domain. It WRITEs the control block (the local region's
+// descriptor) into the grant.
+func NewInitiator(conn fabric.Conn, local *fabric.Region, w Welcome, cfg InitiatorConfig) (*Initiator, error) {
+	l := w.Layout
+	if local.Len() < l.Size() {
+		return nil, fmt.Errorf("rfp: local region %d bytes, layout needs %d", local.Len(), l.Size())
+	}
+	if cfg.Window <= 0 || cfg.Window > l.Slots {
+		cfg.Window = l.Slots
+	}
+	if cfg.RFS != 0 && (cfg.RFS < MinRFS || cfg.RFS > l.RespSlot) {
+		return nil, fmt.Errorf("rfp: RFS %d outside %d..%d", cfg.RFS, MinRFS, l.RespSlot)
+	}
+	in := &Initiator{
+		conn: conn, local: local, mem: local.Bytes(), grant: w.Grant, layout: l, cfg: cfg,
+		nextSeq: make([]uint32, l.Partitions),
+		inRing:  make([]int, l.Partitions),
+		ops:     make([]opRec, l.Partitions*l.Slots),
+		pending: make([]fabric.Op, 0, 2*l.Partitions*l.Slots),
+		comps:   make([]fabric.Completion, 64),
+		hybrid:  NewHybrid(cfg.HybridR, 0),
+		delay:   NewFetchDelay(cfg.FetchDelayNS),
+		epoch:   time.Now(),
+	}
+	for p := range in.nextSeq {
+		in.nextSeq[p] = 1 // zeroed slots hold sequence 0
+	}
+	if cfg.RFS == 0 {
+		in.auto = NewAutoRFS(RFSFor(32), l.RespSlot)
+	}
+	n := PutControl(in.mem, local.Desc())
+	if err := fabric.Write(conn, local, 0, w.Grant, 0, n); err != nil {
+		return nil, fmt.Errorf("rfp: writing control block: %w", err)
+	}
+	return in, nil
+}
+
+// Layout is the connection's geometry.
+func (in *Initiator) Layout() Layout { return in.layout }
+
+// Counters are the totals so far.
+func (in *Initiator) Counters() Counters { return in.stats }
+
+// RFS is the fetch size in use now.
+func (in *Initiator) RFS() int {
+	if in.auto != nil {
+		return in.auto.RFS()
+	}
+	return in.cfg.RFS
+}
+
+// FetchDelayNS is the current wait before a first fetch.
+func (in *Initiator) FetchDelayNS() int64 { return in.delay.NS() }
+
+// Active is the number of requests in flight.
+func (in *Initiator) Active() int { return in.active }
+
+// Free says whether partition p can take another request now.
+func (in *Initiator) Free(p int) bool {
+	return in.inRing[p] < in.cfg.Window &&
+		in.ops[p*in.layout.Slots+SlotOf(in.nextSeq[p], in.layout.Slots)].state == opIdle
+}
+
+// Submit queues a request for partition p and returns its slot index; it
+// is posted by the next Progress. The caller validates sizes against the
+// layout; Submit rejects what cannot fit.
+func (in *Initiator) Submit(p int, op Op, key, value []byte, ttl uint32) (int, error) {
+	if in.failed != nil {
+		return -1, in.failed
+	}
+	if p < 0 || p >= in.layout.Partitions {
+		return -1, fmt.Errorf("rfp: partition %d outside 0..%d", p, in.layout.Partitions-1)
+	}
+	if len(key) > MaxKeyLen || len(value) > in.layout.MaxValue {
+		return -1, fmt.Errorf("rfp: key %d B / value %d B exceed %d / %d", len(key), len(value), MaxKeyLen, in.layout.MaxValue)
+	}
+	if !in.Free(p) {
+		return -1, ErrRingFull
+	}
+	l := in.layout
+	seq := in.nextSeq[p]
+	s := SlotOf(seq, l.Slots)
+	idx := p*l.Slots + s
+	in.nextSeq[p]++
+	in.inRing[p]++
+	in.active++
+	var flags uint8
+	switch in.cfg.Mode {
+	case ModeReply:
+		flags = FlagReply
+	case ModeHybrid:
+		if in.hybrid.Reply() {
+			flags = FlagReply
+		}
+	}
+	off := l.ReqOff(p, s)
+	n := PutRequest(in.mem[off:off+l.ReqSlot], seq, op, flags, key, value, ttl)
+	rec := &in.ops[idx]
+	*rec = opRec{seq: seq, firstRead: true, state: opWaiting, due: in.now() + in.delay.NS()}
+	if flags&FlagReply != 0 {
+		ro := l.RespOff(p, s)
+		PoisonResponse(in.mem[ro:], seq)
+		rec.state = opReplyWait
+	}
+	in.pending = append(in.pending, fabric.Op{Kind: fabric.OpWrite, ID: uint64(idx)<<2 | idWrite,
+		Local: in.local, LocalOff: off, Len: n, Remote: in.grant, RemoteOff: uint64(off)})
+	in.stats.Writes++
+	return idx, nil
+}
+
+func (in *Initiator) now() int64 { return int64(time.Since(in.epoch)) }
+
+func (in *Initiator) postRead(idx, from, to int) {
+	l := in.layout
+	p, s := idx/l.Slots, idx%l.Slots
+	off := l.RespOff(p, s) + from
+	in.pending = append(in.pending, fabric.Op{Kind: fabric.OpRead, ID: uint64(idx)<<2 | idRead,
+		Local: in.local, LocalOff: off, Len: to - from, Remote: in.grant, RemoteOff: uint64(off)})
+	in.ops[idx].state = opReading
+	in.ops[idx].fetched = to
+	in.stats.Reads++
+}
+
+// Progress posts what is queued and due, reaps completions, and stores
+// finished requests in out. It returns how many it stored. An error means
+// the connection failed; every request in flight is lost with it.
+func (in *Initiator) Progress(out []Result) (int, error) {
+	if in.failed != nil {
+		return 0, in.failed
+	}
+	now := in.now()
+	l := in.layout
+	nout := 0
+	for idx := range in.ops {
+		if nout == len(out) {
+			break
+		}
+		rec := &in.ops[idx]
+		switch rec.state {
+		case opWaiting:
+			if rec.due <= now {
+				in.postRead(idx, 0, in.RFS())
+			}
+		case opReplyWait:
+			p, s := idx/l.Slots, idx%l.Slots
+			off := l.RespOff(p, s)
+			if nout < len(out) && in.tryFinish(idx, in.mem[off:off+l.RespSlot], &out[nout]) {
+				nout++
+			}
+		}
+	}
+	if len(in.pending) > 0 {
+		if err := in.conn.Post(in.pending); err != nil {
+			return nout, in.fail(err)
+		}
+		in.pending = in.pending[:0]
+	}
+	n, err := in.conn.Poll(in.comps)
+	if err != nil {
+		return nout, in.fail(err)
+	}
+	for _, c := range in.comps[:n] {
+		idx := int(c.ID >> 2)
+		if c.Err != nil {
+			return nout, in.fail(fmt.Errorf("rfp: %v of slot %d: %w", c.Kind, idx, c.Err))
+		}
+		if idx >= len(in.ops) {
+			continue
+		}
+		rec := &in.ops[idx]
+		if c.ID&3 == idWrite {
+			rec.writeDone = true
+			if rec.state == opDone && nout < len(out) {
+				in.report(idx, &out[nout])
+				nout++
+			}
+			continue
+		}
+		in.onRead(idx, now, out, &nout)
+	}
+	return nout, nil
+}
+
+func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
+	l := in.layout
+	rec := &in.ops[idx]
+	p, s := idx/l.Slots, idx%l.Slots
+	off := l.RespOff(p, s)
+	var r Response
+	buf := in.mem[off : off+l.RespSlot]
+	last := rec.fetched
+	st, need := ParseResponse(buf[:last], rec.seq, l.MaxValue, &r)
+	first := rec.firstRead
+	rec.firstRead = false
+	switch st {
+	case SlotEmpty:
+		in.stats.NotReady++
+		if first {
+			in.delay.OnFirstRead(false)
+		}
+		if in.cfg.Mode == ModeHybrid {
+			in.hybrid.OnFetch(false)
+		}
+		rec.state, rec.due = opWaiting, now+in.delay.NS()/4
+	case SlotTorn:
+		in.stats.Torn++
+		rec.state, rec.due = opWaiting, now
+	case SlotShort:
+		in.stats.ExtraReads++
+		in.postRead(idx, last, need)
+	case SlotReady:
+		if first {
+			in.delay.OnFirstRead(true)
+		}
+		if in.cfg.Mode == ModeHybrid {
+			in.hybrid.OnFetch(true)
+		}
+		if in.auto != nil {
+			in.auto.Observe(len(r.Value))
+		}
+		rec.state = opDone
+		if rec.writeDone && *nout < len(out) {
+			in.report(idx, &out[*nout])
+			*nout++
+		}
+	}
+}
+
+func (in *Initiator) tryFinish(idx int, slot []byte, out *Result) bool {
+	rec := &in.ops[idx]
+	var r Response
+	st, _ := ParseResponse(slot, rec.seq, in.layout.MaxValue, &r)
+	if st != SlotReady {
+		return false
+	}
+	in.stats.Replied++
+	if in.cfg.Mode == ModeHybrid {
+		in.hybrid.OnReplied()
+	}
+	if !rec.writeDone {
+		rec.state = opDone
+		return false
+	}
+	in.report(idx, out)
+	return true
+}
+
+// report hands a finished request to the caller and frees its slot.
+func (in *Initiator) report(idx int, out *Result) {
+	l := in.layout
+	p, s := idx/l.Slots, idx%l.Slots
+	off := l.RespOff(p, s)
+	var r Response
+	// The slot was validated when it became opDone; parse it again to
+	// point Value at the bytes (no copy).
+	ParseResponse(in.mem[off:off+l.RespSlot], in.ops[idx].seq, l.MaxValue, &r)
+	*out = Result{Slot: idx, Status: r.Status, Value: r.Value}
+	in.ops[idx].state = opIdle
+	in.inRing[p]--
+	in.active--
+	in.stats.Ops++
+}
+
+func (in *Initiator) fail(err error) error {
+	if in.failed == nil {
+		in.failed = err
+	}
+	return in.failed
+}
+
+// Err is the connection failure that stopped the initiator, if any.
+func (in *Initiator) Err() error { return in.failed }

@@ -1,0 +1,39 @@
+package rfp
+
+// Op is a request's operation code.
+type Op uint8
+
+const (
+	OpGet Op = iota + 1
+	OpPut
+	OpDelete
+	OpStats // value of the response: the partition's stats as JSON
+	maxOp
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpGet:
+		return "GET"
+	case OpPut:
+		return "PUT"
+	case OpDelete:
+		return "DELETE"
+	case OpStats:
+		return "STATS"
+	}
+	return "op?"
+}
+
+// Request flags.
+const (
+	// FlagReply asks the server to WRITE the response into the client's
+	// local region as well (server-reply and hybrid modes).
+	FlagReply uint8 = 1 << iota
+)
+
+// Limits of the wire format.
+const (
+	MaxKeyLen   = 250
+	MaxValueLen = 1<<20 - 1 // 20-bit response length
+)

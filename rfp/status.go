@@ -1,0 +1,24 @@
+package rfp
+
+// Status is a response's outcome, 4 bits on the wire.
+type Status uint8
+
+const (
+	StatusOK         Status = iota
+	StatusNotFound          // GET or DELETE of a missing key
+	StatusTooLarge          // value over the server's maximum
+	StatusNoMemory          // store mode: no room
+	StatusBadKey            // empty or over MaxKeyLen
+	StatusBadRequest        // malformed slot or unknown op
+	StatusServerError       // anything else
+	maxStatus
+)
+
+var statusNames = [...]string{"ok", "not found", "value too large", "out of memory", "bad key", "bad request", "server error"}
+
+func (s Status) String() string {
+	if s < maxStatus {
+		return statusNames[s]
+	}
+	return "status?"
+}
