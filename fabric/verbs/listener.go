@@ -1,0 +1,175 @@
+//go:build rdma
+
+package verbs
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+	"unsafe"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+const backlog = 128
+
+// listener owns a listening rdma_cm id. Its goroutine turns each connect
+// request into a setup with its own event channel (rdma_migrate_id), PD,
+// CQ and QP, queued for Accept.
+type listener struct {
+	opts   fabric.Options
+	ev     *evChan
+	id     *C.struct_rdma_cm_id
+	addr   string
+	q      chan *setup
+	closed chan struct{}
+	loopWG sync.WaitGroup
+	once   sync.Once
+}
+
+func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
+	t, err := parseURL(u, o)
+	if err != nil {
+		return nil, err
+	}
+	if t.src != "" {
+		return nil, fmt.Errorf("verbs: src= is for dialers; listen on the address itself")
+	}
+	ev, err := newEvChan()
+	if err != nil {
+		return nil, err
+	}
+	var id *C.struct_rdma_cm_id
+	if rc, err := C.rdma_create_id(ev.ch, &id, nil, C.RDMA_PS_TCP); rc != 0 {
+		ev.stop()
+		ev.destroy()
+		return nil, fmt.Errorf("verbs: rdma_create_id: %w", err)
+	}
+	chost := C.CString(t.host)
+	rc := C.jk_bind_listen(id, chost, C.int(t.port), backlog)
+	C.free(unsafe.Pointer(chost))
+	if rc == 0 && t.dev != "" {
+		if err := checkDev(id, t.dev); err != nil {
+			C.rdma_destroy_id(id)
+			ev.stop()
+			ev.destroy()
+			return nil, err
+		}
+	}
+	if rc != 0 {
+		C.rdma_destroy_id(id)
+		ev.stop()
+		ev.destroy()
+		return nil, errnoErr("listen on "+u.Host, rc)
+	}
+	au := url.URL{Scheme: u.Scheme, Host: net.JoinHostPort(t.host, strconv.Itoa(int(C.jk_src_port(id)))), RawQuery: u.RawQuery}
+	l := &listener{opts: o, ev: ev, id: id, addr: au.String(), q: make(chan *setup, backlog), closed: make(chan struct{})}
+	l.loopWG.Add(1)
+	go l.loop()
+	return l, nil
+}
+
+func (l *listener) loop() {
+	defer l.loopWG.Done()
+	for {
+		ev, err := l.ev.next()
+		if err != nil {
+			return
+		}
+		if ev.typ != C.RDMA_CM_EVENT_CONNECT_REQUEST {
+			continue
+		}
+		s, err := l.newSetup(ev)
+		if err != nil {
+			log.Printf("verbs: rejecting a connection on %s: %v", l.addr, err)
+			continue
+		}
+		select {
+		case l.q <- s:
+		default:
+			log.Printf("verbs: rejecting a connection on %s: accept queue full", l.addr)
+			s.Close()
+		}
+	}
+}
+
+// newSetup gives a connect request's id its own event channel and verbs
+// resources. On error the request is rejected and its id destroyed.
+func (l *listener) newSetup(ev event) (*setup, error) {
+	reject := func(err error) (*setup, error) {
+		C.rdma_reject(ev.id, nil, 0)
+		C.rdma_destroy_id(ev.id)
+		return nil, err
+	}
+	data, err := decodeDialData(ev.data, ev.flow)
+	if err != nil {
+		return reject(err)
+	}
+	ch, err := newEvChan()
+	if err != nil {
+		return reject(err)
+	}
+	if rc, err := C.rdma_migrate_id(ev.id, ch.ch); rc != 0 {
+		ch.stop()
+		ch.destroy()
+		return reject(fmt.Errorf("verbs: rdma_migrate_id: %w", err))
+	}
+	c := newConn(ch, ev.id, l.opts, false)
+	c.peerData = data
+	var ini, resp C.int
+	if rc := C.jk_rd_atom(ev.id.verbs, &ini, &resp); rc != 0 {
+		c.Close()
+		return nil, errnoErr("ibv_query_device", rc)
+	}
+	// The request's values are already from our side's point of view.
+	c.initDepth = uint8(min(int(ev.initDepth), int(ini)))
+	c.respRes = uint8(min(int(ev.respRes), int(resp)))
+	if err := c.initVerbs(); err != nil {
+		c.Close() // rejects
+		return nil, err
+	}
+	return &setup{c: c}, nil
+}
+
+func (l *listener) Accept(ctx context.Context) (fabric.Setup, error) {
+	select {
+	case s := <-l.q:
+		return s, nil
+	case <-l.closed:
+		return nil, fabric.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (l *listener) Addr() string { return l.addr }
+
+func (l *listener) Close() error {
+	l.once.Do(func() {
+		close(l.closed)
+		l.ev.stop()
+		l.loopWG.Wait()
+		for {
+			select {
+			case s := <-l.q:
+				s.Close()
+				continue
+			default:
+			}
+			break
+		}
+		C.rdma_destroy_id(l.id)
+		l.ev.destroy()
+	})
+	return nil
+}

@@ -1,0 +1,207 @@
+//go:build rdma
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include "shim.h"
+
+jk_ring *jk_ring_new(int cap) {
+	jk_ring *r = calloc(1, sizeof *r);
+	if (!r) return NULL;
+	r->cap = cap;
+	r->ops = calloc(cap, sizeof *r->ops);
+	r->wr = calloc(cap, sizeof *r->wr);
+	r->sge = calloc(cap, sizeof *r->sge);
+	r->wc = calloc(cap, sizeof *r->wc);
+	if (!r->ops || !r->wr || !r->sge || !r->wc) {
+		jk_ring_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void jk_ring_free(jk_ring *r) {
+	if (!r) return;
+	free(r->ops);
+	free(r->wr);
+	free(r->sge);
+	free(r->wc);
+	free(r);
+}
+
+// jk_post chains r->ops[0:n] into one WR list and rings the doorbell once.
+// Returns 0 or an errno; *posted is how many WRs the provider accepted.
+int jk_post(struct ibv_qp *qp, jk_ring *r, int n, int *posted) {
+	*posted = 0;
+	if (n <= 0) return 0;
+	if (n > r->cap) return EINVAL;
+	for (int i = 0; i < n; i++) {
+		jk_op *o = &r->ops[i];
+		struct ibv_send_wr *w = &r->wr[i];
+		struct ibv_sge *s = &r->sge[i];
+		s->addr = o->laddr;
+		s->length = o->len;
+		s->lkey = o->lkey;
+		w->wr_id = o->wr_id;
+		w->next = i + 1 < n ? &r->wr[i + 1] : NULL;
+		w->sg_list = s;
+		w->num_sge = o->len ? 1 : 0;
+		w->opcode = o->opcode == JK_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+		w->send_flags = ((o->flags & JK_SIGNALED) ? IBV_SEND_SIGNALED : 0) |
+		                ((o->flags & JK_INLINE) ? IBV_SEND_INLINE : 0);
+		w->wr.rdma.remote_addr = o->raddr;
+		w->wr.rdma.rkey = o->rkey;
+	}
+	struct ibv_send_wr *bad = NULL;
+	int rc = ibv_post_send(qp, r->wr, &bad);
+	if (rc == 0) {
+		*posted = n;
+		return 0;
+	}
+	*posted = bad ? (int)(bad - r->wr) : 0;
+	return rc;
+}
+
+// jk_poll reaps up to n completions into r->wc. Returns the count or -1.
+int jk_poll(struct ibv_cq *cq, jk_ring *r, int n) {
+	if (n > r->cap) n = r->cap;
+	return ibv_poll_cq(cq, n, r->wc);
+}
+
+// jk_get_event copies the next event and acknowledges it at once, so the
+// id can be migrated or destroyed without waiting for Go. -errno on error
+// (-EAGAIN: none pending; the channel fd is non-blocking).
+int jk_get_event(struct rdma_event_channel *ch, jk_event *out) {
+	struct rdma_cm_event *ev;
+	if (rdma_get_cm_event(ch, &ev)) return -errno;
+	memset(out, 0, sizeof *out);
+	out->type = ev->event;
+	out->status = ev->status;
+	out->id = ev->id;
+	out->listen_id = ev->listen_id;
+	const struct rdma_conn_param *p = &ev->param.conn;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+	case RDMA_CM_EVENT_ESTABLISHED:
+	case RDMA_CM_EVENT_REJECTED:
+		out->initiator_depth = p->initiator_depth;
+		out->responder_resources = p->responder_resources;
+		out->flow_control = p->flow_control;
+		if (p->private_data && p->private_data_len) {
+			out->pdlen = p->private_data_len;
+			memcpy(out->pd, p->private_data, p->private_data_len);
+		}
+		break;
+	default:
+		break;
+	}
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+static int jk_sockaddr(const char *ip, int port, struct sockaddr_storage *ss) {
+	memset(ss, 0, sizeof *ss);
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, ip, &in4->sin_addr) == 1) {
+		in4->sin_family = AF_INET;
+		in4->sin_port = htons(port);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, ip, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(port);
+		return 0;
+	}
+	return EINVAL;
+}
+
+int jk_bind_listen(struct rdma_cm_id *id, const char *ip, int port, int backlog) {
+	struct sockaddr_storage ss;
+	int rc = jk_sockaddr(ip, port, &ss);
+	if (rc) return rc;
+	if (rdma_bind_addr(id, (struct sockaddr *)&ss)) return errno;
+	if (rdma_listen(id, backlog)) return errno;
+	return 0;
+}
+
+int jk_resolve_addr(struct rdma_cm_id *id, const char *src, const char *dst, int port, int timeout_ms) {
+	struct sockaddr_storage s, d;
+	int rc = jk_sockaddr(dst, port, &d);
+	if (rc) return rc;
+	if (src && *src) {
+		if ((rc = jk_sockaddr(src, 0, &s))) return rc;
+	}
+	if (rdma_resolve_addr(id, src && *src ? (struct sockaddr *)&s : NULL, (struct sockaddr *)&d, timeout_ms))
+		return errno;
+	return 0;
+}
+
+int jk_rd_atom(struct ibv_context *ctx, int *init_depth, int *resp_res) {
+	struct ibv_device_attr a;
+	int rc = ibv_query_device(ctx, &a);
+	if (rc) return rc;
+	*init_depth = a.max_qp_init_rd_atom;
+	*resp_res = a.max_qp_rd_atom;
+	return 0;
+}
+
+// jk_create_qp creates the RC QP on id, asking for the largest inline size
+// the device grants among a few; *max_inline is what it granted.
+int jk_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *cq, int depth, int *max_inline) {
+	static const int want[] = {256, 128, 64, 0};
+	int err = 0;
+	for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++) {
+		struct ibv_qp_init_attr a;
+		memset(&a, 0, sizeof a);
+		a.send_cq = cq;
+		a.recv_cq = cq;
+		a.qp_type = IBV_QPT_RC;
+		a.sq_sig_all = 0;
+		a.cap.max_send_wr = depth;
+		a.cap.max_recv_wr = 1;
+		a.cap.max_send_sge = 1;
+		a.cap.max_recv_sge = 1;
+		a.cap.max_inline_data = want[i];
+		if (rdma_create_qp(id, pd, &a) == 0) {
+			*max_inline = a.cap.max_inline_data;
+			return 0;
+		}
+		err = errno;
+	}
+	return err;
+}
+
+int jk_connect(struct rdma_cm_id *id, const void *pd, int pdlen, int flow, int init_depth, int resp_res) {
+	struct rdma_conn_param p;
+	memset(&p, 0, sizeof p);
+	p.private_data = pd;
+	p.private_data_len = pdlen;
+	p.flow_control = flow;
+	p.initiator_depth = init_depth;
+	p.responder_resources = resp_res;
+	p.retry_count = 7;
+	p.rnr_retry_count = 7;
+	return rdma_connect(id, &p) ? errno : 0;
+}
+
+int jk_accept(struct rdma_cm_id *id, const void *pd, int pdlen, int init_depth, int resp_res) {
+	struct rdma_conn_param p;
+	memset(&p, 0, sizeof p);
+	p.private_data = pd;
+	p.private_data_len = pdlen;
+	p.initiator_depth = init_depth;
+	p.responder_resources = resp_res;
+	p.retry_count = 7;
+	p.rnr_retry_count = 7;
+	return rdma_accept(id, &p) ? errno : 0;
+}
+
+const char *jk_dev_name(struct rdma_cm_id *id) {
+	return id->verbs ? ibv_get_device_name(id->verbs->device) : "";
+}
+
+int jk_src_port(struct rdma_cm_id *id) { return ntohs(rdma_get_src_port(id)); }
+
+int jk_port_num(struct rdma_cm_id *id) { return id->port_num; }

@@ -1,0 +1,68 @@
+//go:build rdma
+
+// C side of the verbs provider. The verbs fast path (ibv_post_send,
+// ibv_poll_cq) is static inline, so Go cannot call it directly; these shims
+// take scalars and C-allocated arrays that Go fills, and never keep a Go
+// pointer. One cgo call per Post batch and per Poll.
+#ifndef JAKIRO_VERBS_SHIM_H
+#define JAKIRO_VERBS_SHIM_H
+
+#include <stdint.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+enum { JK_READ = 1, JK_WRITE = 2 };
+enum { JK_SIGNALED = 1, JK_INLINE = 2 };
+
+// One fabric op as Go writes it into C memory.
+typedef struct {
+	uint64_t laddr;
+	uint64_t raddr;
+	uint64_t wr_id;
+	uint32_t len;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint8_t opcode;
+	uint8_t flags;
+	uint16_t pad;
+} jk_op;
+
+// Per-connection C arrays, allocated once: ops (Go fills), and the WR,
+// SGE and WC arrays the shims use.
+typedef struct {
+	int cap;
+	jk_op *ops;
+	struct ibv_send_wr *wr;
+	struct ibv_sge *sge;
+	struct ibv_wc *wc;
+} jk_ring;
+
+// A copied, already acknowledged rdma_cm event.
+typedef struct {
+	int type;
+	int status;
+	struct rdma_cm_id *id;
+	struct rdma_cm_id *listen_id;
+	uint8_t initiator_depth;
+	uint8_t responder_resources;
+	uint8_t flow_control;
+	uint8_t pdlen;
+	uint8_t pd[256];
+} jk_event;
+
+jk_ring *jk_ring_new(int cap);
+void jk_ring_free(jk_ring *r);
+int jk_post(struct ibv_qp *qp, jk_ring *r, int n, int *posted);
+int jk_poll(struct ibv_cq *cq, jk_ring *r, int n);
+int jk_get_event(struct rdma_event_channel *ch, jk_event *out);
+int jk_bind_listen(struct rdma_cm_id *id, const char *ip, int port, int backlog);
+int jk_resolve_addr(struct rdma_cm_id *id, const char *src, const char *dst, int port, int timeout_ms);
+int jk_rd_atom(struct ibv_context *ctx, int *init_depth, int *resp_res);
+int jk_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *cq, int depth, int *max_inline);
+int jk_connect(struct rdma_cm_id *id, const void *pd, int pdlen, int flow, int init_depth, int resp_res);
+int jk_accept(struct rdma_cm_id *id, const void *pd, int pdlen, int init_depth, int resp_res);
+const char *jk_dev_name(struct rdma_cm_id *id);
+int jk_src_port(struct rdma_cm_id *id);
+int jk_port_num(struct rdma_cm_id *id);
+
+#endif
