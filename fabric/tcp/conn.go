@@ -46,6 +46,7 @@ type conn struct {
 	rhdr [respSize]byte
 
 	dead      atomic.Bool
+	closed    atomic.Bool // Close was called: Post and Poll say ErrClosed
 	err       error // set before dead
 	opErr     error // what ops still outstanding complete with
 	failOnce  sync.Once
@@ -129,6 +130,7 @@ func (c *conn) fail(err error) {
 
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
+		c.closed.Store(true)
 		c.fail(fabric.ErrClosed)
 		c.wg.Wait()
 		// Wait out a Post that is copying from local regions; later ones
@@ -144,11 +146,19 @@ func localErr(i int, format string, args ...any) error {
 	return fmt.Errorf("%w: op %d: %s", fabric.ErrLocalAccess, i, fmt.Sprintf(format, args...))
 }
 
+// deadErr is what Post and Poll return on a dead connection.
+func (c *conn) deadErr() error {
+	if c.closed.Load() {
+		return fabric.ErrClosed
+	}
+	return c.err
+}
+
 // Post checks the whole batch, then publishes it and rings the doorbell:
 // one flush of the buffered writer.
 func (c *conn) Post(ops []fabric.Op) error {
 	if c.dead.Load() {
-		return c.err
+		return c.deadErr()
 	}
 	if len(ops) == 0 {
 		return nil
@@ -171,7 +181,7 @@ func (c *conn) Post(ops []fabric.Op) error {
 	if c.dead.Load() {
 		c.wmu.Unlock()
 		c.unref(t, end)
-		return c.err
+		return c.deadErr()
 	}
 	// Publish before writing: a response may be back before Flush returns.
 	c.tail.Store(end)
@@ -247,7 +257,7 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 		c.resp.Store(t)
 		end = t
 		if end == h {
-			return 0, c.err
+			return 0, c.deadErr()
 		}
 	}
 	n := 0

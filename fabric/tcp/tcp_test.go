@@ -386,7 +386,7 @@ func TestPeerGone(t *testing.T) {
 	}
 	d.c.Close()
 	d.c.Close()
-	if err := d.c.Post([]fabric.Op{op}); !errors.Is(err, fabric.ErrPeerGone) {
+	if err := d.c.Post([]fabric.Op{op}); !errors.Is(err, fabric.ErrClosed) {
 		t.Fatalf("Post after Close: %v", err)
 	}
 }
