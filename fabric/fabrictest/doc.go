@@ -1,0 +1,25 @@
+// Package fabrictest is the conformance suite every fabric provider runs:
+// one suite, so the protocol above can rely on the same behaviour from
+// shm, tcp and verbs.
+//
+// A provider's test calls it like this:
+//
+//	func TestMain(m *testing.M) { fabrictest.Main(m) }
+//
+//	func TestConformance(t *testing.T) {
+//		fabrictest.Run(t, func(t *testing.T) string { return freshURL(t) })
+//	}
+//
+// Main is required: the cross-process case re-executes the test binary
+// (os.Args[0]) with FABRICTEST_ROLE set, and Main runs that role instead
+// of the tests. newAddr must return a URL nobody listens on yet each time
+// it is called.
+//
+// Every case is bounded in time (context timeouts, polling deadlines) and
+// modest in size (transfers up to 1 MiB, at most 16 connections), so it
+// also runs on software-emulated RDMA inside a VM. Cases that provoke a
+// remote access error use a connection of their own, since a verbs queue
+// pair is dead after one. The suite relies only on the contract of package
+// fabric: target-side visibility of a WRITE is awaited, not assumed, and a
+// READ after a completed WRITE on the same connection sees its data.
+package fabrictest
