@@ -36,7 +36,7 @@ type conn struct {
 	pd        *C.struct_ibv_pd
 	cq        *C.struct_ibv_cq
 	ring      *C.jk_ring
-	jops      []C.jk_op       // ring.ops as a Go slice (C memory)
+	jops      []C.jk_op         // ring.ops as a Go slice (C memory)
 	wcs       []C.struct_ibv_wc // ring.wc as a Go slice (C memory)
 	hasQP     bool
 	maxInline int
