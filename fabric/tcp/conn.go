@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
 )
@@ -45,15 +46,16 @@ type conn struct {
 	hdr  [reqSize]byte
 	rhdr [respSize]byte
 
-	dead      atomic.Bool
-	closed    atomic.Bool // Close was called: Post and Poll say ErrClosed
-	err       error // set before dead
-	opErr     error // what ops still outstanding complete with
-	failOnce  sync.Once
-	done      chan struct{}
-	readerOut atomic.Bool // the reader will not touch the ring again
-	wg        sync.WaitGroup
-	closeOnce sync.Once
+	dead       atomic.Bool
+	closed     atomic.Bool // Close was called: Post and Poll say ErrClosed
+	err        error       // set before dead
+	opErr      error       // what ops still outstanding complete with
+	failOnce   sync.Once
+	done       chan struct{}
+	readerOut  atomic.Bool   // the reader will not touch the ring again
+	readerExit chan struct{} // closed with readerOut
+	wg         sync.WaitGroup
+	closeOnce  sync.Once
 }
 
 type pending struct {
@@ -94,6 +96,8 @@ func newConn(nc *net.TCPConn, d *domain, depth, peerDepth int, peerData []byte) 
 		kick:     make(chan struct{}, 1),
 		space:    make(chan struct{}, 1),
 		done:     make(chan struct{}),
+
+		readerExit: make(chan struct{}),
 	}
 	c.mask = uint64(len(c.ops) - 1)
 	c.nmask = uint64(len(c.nic) - 1)
@@ -131,6 +135,17 @@ func (c *conn) fail(err error) {
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
+		if !c.dead.Load() {
+			// Acknowledge what the NIC already applied, as a NIC would:
+			// the application may have seen a WRITE land and closed at
+			// once. Stop reading, let the reader finish its frame, flush
+			// the responses; the deadline keeps a peer that does not read
+			// from holding Close.
+			_ = c.nc.SetWriteDeadline(time.Now().Add(closeFlushTimeout))
+			_ = c.nc.CloseRead()
+			<-c.readerExit
+			_ = c.sendResponses()
+		}
 		c.fail(fabric.ErrClosed)
 		c.wg.Wait()
 		// Wait out a Post that is copying from local regions; later ones
@@ -246,7 +261,7 @@ func (c *conn) unref(from, to uint64) {
 func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 	h := c.head.Load()
 	end := c.resp.Load()
-	if end == h && c.readerOut.Load() {
+	if end == h && c.readerOut.Load() && c.dead.Load() {
 		// The reader is gone, so the ring's completion side is ours.
 		end = c.resp.Load()
 		t := c.tail.Load()

@@ -19,12 +19,17 @@ func protoErr(format string, args ...any) error {
 func (c *conn) readLoop() {
 	defer c.wg.Done()
 	err := c.serve()
-	c.fail(err)
-	// After fail: a Poll that sees readerOut also sees dead and c.err.
+	if !c.closed.Load() {
+		c.fail(err)
+	} // else Close flushes the responses, then fails the connection
 	c.readerOut.Store(true)
+	close(c.readerExit)
 }
 
 func (c *conn) readErr(err error) error {
+	if c.closed.Load() {
+		return fabric.ErrClosed
+	}
 	if c.dead.Load() {
 		return c.err
 	}

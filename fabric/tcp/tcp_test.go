@@ -13,8 +13,17 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
 	"golang.org/x/sys/unix"
 )
+
+// TestMain lets the conformance suite re-execute this binary as a peer.
+func TestMain(m *testing.M) { fabrictest.Main(m) }
+
+// The suite dials ln.Addr(), so port 0 is a fresh address every time.
+func TestConformance(t *testing.T) {
+	fabrictest.Run(t, func(t *testing.T) string { return "tcp://127.0.0.1:0" })
+}
 
 func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

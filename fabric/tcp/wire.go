@@ -54,6 +54,9 @@ const (
 	maxQueueDepth = 1 << 16
 	// handshakeTimeout bounds how long a listener waits for a hello.
 	handshakeTimeout = 10 * time.Second
+	// closeFlushTimeout bounds how long Close waits to send the
+	// responses to requests its NIC already applied.
+	closeFlushTimeout = time.Second
 	// bufSize is the socket buffering on each side.
 	bufSize = 64 << 10
 )
