@@ -15,7 +15,16 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
 )
+
+// Main: the conformance suite's cross-process case re-executes this binary.
+func TestMain(m *testing.M) { fabrictest.Main(m) }
+
+func TestConformance(t *testing.T) {
+	requireRDMA(t)
+	fabrictest.Run(t, newAddr)
+}
 
 // The tests need an RDMA device: scripts/rxe-vm/test-rdma.sh runs them in
 // a VM with soft-RoCE rxe0 on 192.168.77.1 and sets JAKIRO_RDMA_REQUIRED=1,
