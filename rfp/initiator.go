@@ -57,6 +57,9 @@ const (
 	idRead  = 2
 )
 
+// maxRetryGap caps the wait between not-ready READs of one request.
+const maxRetryGap = 20_000 // ns
+
 // ErrRingFull: no free slot in the partition's ring; Progress first.
 var ErrRingFull = errors.New("rfp: ring full")
 
@@ -289,7 +292,12 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 		if in.cfg.Mode == ModeHybrid {
 			in.hybrid.OnFetch(false)
 		}
-		rec.state, rec.due = opWaiting, now+in.delay.NS()/4
+		// Retries back off per request: a server that is slow or dozing
+		// must not cost a flood of READs.
+		gap := in.delay.NS()/4 + 100
+		gap <<= min(rec.reads, 7)
+		rec.reads++
+		rec.state, rec.due = opWaiting, now+min(gap, maxRetryGap)
 	case SlotTorn:
 		in.stats.Torn++
 		rec.state, rec.due = opWaiting, now

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"encoding/json"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/jakiro-kv/jakiro/kv"
+	"github.com/jakiro-kv/jakiro/rfp"
+)
+
+// partition is one EREW partition: its goroutine alone touches kv and the
+// partition's rings of every session.
+type partition struct {
+	id      int
+	srv     *Server
+	kv      *kv.Partition
+	seen    atomic.Uint64 // session-list generation this goroutine has moved to
+	stopped atomic.Bool
+	served  uint64
+	dozes   uint64
+	errs    uint64
+}
+
+func (p *partition) run() {
+	defer p.srv.wg.Done()
+	defer p.stopped.Store(true)
+	lowerTimerSlack()
+	s := p.srv
+	var req rfp.Request
+	var idleSince int64
+	for pass := 0; ; pass++ {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		gen := s.gen.Load()
+		list := *s.list.Load()
+		p.seen.Store(gen)
+		now := s.now()
+		work := 0
+		for _, sess := range list {
+			for sess.Poll(p.id, now, &req) {
+				p.serve(sess, &req)
+				work++
+			}
+		}
+		if work > 0 {
+			idleSince = 0
+			continue
+		}
+		if idleSince == 0 {
+			idleSince = now
+		}
+		if now-idleSince < int64(s.cfg.SpinIdle) {
+			if pass&63 == 0 {
+				runtime.Gosched() // more partitions than cores must still all run
+			}
+			continue
+		}
+		p.dozes++
+		doze(s.cfg.DozeSleep)
+	}
+}
+
+func statusOf(st kv.Status) rfp.Status {
+	switch st {
+	case kv.StatusOK:
+		return rfp.StatusOK
+	case kv.StatusNotFound:
+		return rfp.StatusNotFound
+	case kv.StatusTooLarge:
+		return rfp.StatusTooLarge
+	case kv.StatusNoMemory:
+		return rfp.StatusNoMemory
+	case kv.StatusBadKey:
+		return rfp.StatusBadKey
+	}
+	return rfp.StatusServerError
+}
+
+// serve runs one request and publishes its response.
+func (p *partition) serve(sess *rfp.Session, r *rfp.Request) {
+	val := sess.ResponseValue(p.id)
+	st, n := rfp.StatusBadRequest, 0
+	switch r.Op {
+	case rfp.OpGet, rfp.OpPut, rfp.OpDelete:
+		if len(r.Key) == 0 || len(r.Key) > kv.MaxKeyLen {
+			st = rfp.StatusBadKey
+			break
+		}
+		h := kv.Hash(r.Key)
+		if p.srv.store.PartitionOf(h) != p.id {
+			break // the client wrote to a ring that does not own the key
+		}
+		switch r.Op {
+		case rfp.OpGet:
+			var kst kv.Status
+			n, kst = p.kv.Get(h, r.Key, val)
+			st = statusOf(kst)
+			if kst != kv.StatusOK {
+				n = 0
+			}
+		case rfp.OpPut:
+			st = statusOf(p.kv.Put(h, r.Key, r.Value, r.TTL))
+		case rfp.OpDelete:
+			st = statusOf(p.kv.Delete(h, r.Key))
+		}
+	case rfp.OpStats:
+		st, n = rfp.StatusOK, p.statsJSON(val)
+	}
+	p.served++
+	if err := sess.Respond(p.id, r.Flags&rfp.FlagReply != 0, st, n); err != nil {
+		p.errs++
+	}
+}
+
+// PartitionStats is what STATS returns for one partition.
+type PartitionStats struct {
+	Partition int      `json:"partition"`
+	Clients   int      `json:"clients"`
+	Served    uint64   `json:"served"`
+	Dozes     uint64   `json:"dozes"`
+	ReplyErrs uint64   `json:"reply_errors"`
+	KV        kv.Stats `json:"kv"`
+}
+
+func (p *partition) statsJSON(dst []byte) int {
+	b, err := json.Marshal(PartitionStats{Partition: p.id, Clients: p.srv.Clients(), Served: p.served,
+		Dozes: p.dozes, ReplyErrs: p.errs, KV: p.kv.Stats()})
+	if err != nil || len(b) > len(dst) {
+		return 0
+	}
+	return copy(dst, b)
+}
