@@ -103,13 +103,12 @@ func (c *conn) Post(ops []fabric.Op) error {
 		jo.wr_id = C.uint64_t(seq)
 		*q.slot(seq) = pendOp{id: op.ID, kind: op.Kind}
 	}
-	var posted C.int
-	if rc := C.jk_post(c.qp(), c.ring, C.int(n), &posted); rc != 0 {
+	if rc := C.jk_post(c.qp(), c.ring, C.int(n)); rc != 0 {
 		// Only a broken QP refuses WRs we have room for. The accepted
 		// prefix stays tracked; the connection is dead, so Poll reports
 		// it with this error.
 		err := fmt.Errorf("%w: ibv_post_send: %v", fabric.ErrPeerGone, errnoErr("post", rc))
-		q.posted += uint64(posted)
+		q.posted += uint64(c.ring.posted)
 		c.fail(err)
 		return err
 	}

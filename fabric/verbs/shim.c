@@ -31,9 +31,10 @@ void jk_ring_free(jk_ring *r) {
 }
 
 // jk_post chains r->ops[0:n] into one WR list and rings the doorbell once.
-// Returns 0 or an errno; *posted is how many WRs the provider accepted.
-int jk_post(struct ibv_qp *qp, jk_ring *r, int n, int *posted) {
-	*posted = 0;
+// Returns 0 or an errno; r->posted is how many WRs the provider accepted
+// (kept in C memory: a Go out-parameter would escape to the heap).
+int jk_post(struct ibv_qp *qp, jk_ring *r, int n) {
+	r->posted = 0;
 	if (n <= 0) return 0;
 	if (n > r->cap) return EINVAL;
 	for (int i = 0; i < n; i++) {
@@ -56,10 +57,10 @@ int jk_post(struct ibv_qp *qp, jk_ring *r, int n, int *posted) {
 	struct ibv_send_wr *bad = NULL;
 	int rc = ibv_post_send(qp, r->wr, &bad);
 	if (rc == 0) {
-		*posted = n;
+		r->posted = n;
 		return 0;
 	}
-	*posted = bad ? (int)(bad - r->wr) : 0;
+	r->posted = bad ? (int)(bad - r->wr) : 0;
 	return rc;
 }
 

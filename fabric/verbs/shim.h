@@ -31,6 +31,7 @@ typedef struct {
 // SGE and WC arrays the shims use.
 typedef struct {
 	int cap;
+	int posted; // set by jk_post: WRs the provider accepted
 	jk_op *ops;
 	struct ibv_send_wr *wr;
 	struct ibv_sge *sge;
@@ -52,7 +53,7 @@ typedef struct {
 
 jk_ring *jk_ring_new(int cap);
 void jk_ring_free(jk_ring *r);
-int jk_post(struct ibv_qp *qp, jk_ring *r, int n, int *posted);
+int jk_post(struct ibv_qp *qp, jk_ring *r, int n);
 int jk_poll(struct ibv_cq *cq, jk_ring *r, int n);
 int jk_get_event(struct rdma_event_channel *ch, jk_event *out);
 int jk_bind_listen(struct rdma_cm_id *id, const char *ip, int port, int backlog);

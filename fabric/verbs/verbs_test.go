@@ -55,7 +55,9 @@ var nextPort atomic.Int32
 
 func init() { nextPort.Store(int32(20000 + os.Getpid()%2000*16)) }
 
-func newAddr(t *testing.T) string {
+func newAddr(t *testing.T) string { return addrFor(t) }
+
+func addrFor(t testing.TB) string {
 	requireRDMA(t)
 	return fmt.Sprintf("rdma://%s:%d?dev=%s", rdmaIP(), nextPort.Add(1), rdmaDev())
 }
@@ -127,7 +129,7 @@ func dialLink(t testing.TB, ln fabric.Listener, o fabric.Options, size int) *lin
 
 func listenT(t testing.TB, o fabric.Options) fabric.Listener {
 	t.Helper()
-	ln, err := fabric.Listen(newAddr(t.(*testing.T)), o)
+	ln, err := fabric.Listen(addrFor(t), o)
 	if err != nil {
 		t.Fatal("Listen:", err)
 	}
