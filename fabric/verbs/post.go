@@ -8,6 +8,7 @@ package verbs
 import "C"
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/jakiro-kv/jakiro/fabric"
@@ -24,7 +25,8 @@ type sendQueue struct {
 	delivered   uint64
 	signalEvery int
 	sinceSignal int
-	qpErr       error // first failed completion: later flushes report it
+	qpErr       error // first failed completion
+	flushErr    error // what the ops flushed after it report (wraps qpErr)
 }
 
 type pendOp struct {
@@ -145,6 +147,11 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 			wc := &c.wcs[i]
 			q.complete(uint64(wc.wr_id), wc.status, dead)
 		}
+		if q.qpErr != nil && dead == nil && errors.Is(q.qpErr, fabric.ErrPeerGone) {
+			// Transport retries exhausted: the peer's host or the path
+			// died without a CM disconnect; end the connection here.
+			c.fail(q.qpErr)
+		}
 		if got == 0 && dead != nil {
 			// Dead connection, CQ drained: whatever is left will never
 			// complete on its own.
@@ -173,7 +180,7 @@ func (q *sendQueue) complete(seq uint64, status uint32, dead error) {
 	if status == C.IBV_WC_WR_FLUSH_ERR {
 		switch {
 		case q.qpErr != nil:
-			err = q.qpErr
+			err = q.flushErr
 		case dead != nil:
 			err = dead
 		default:
@@ -182,12 +189,13 @@ func (q *sendQueue) complete(seq uint64, status uint32, dead error) {
 	}
 	// Earlier unsignaled ops succeeded, unless the QP already failed.
 	for ; q.done < seq; q.done++ {
-		q.slot(q.done).err = q.qpErr
+		q.slot(q.done).err = q.flushErr
 	}
 	q.slot(seq).err = err
 	q.done = seq + 1
 	if err != nil && q.qpErr == nil {
 		q.qpErr = err
+		q.flushErr = fmt.Errorf("%w; flushed: the queue pair failed on an earlier op", err)
 	}
 }
 

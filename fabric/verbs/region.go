@@ -28,24 +28,26 @@ type region struct {
 	base uint64
 	lkey uint32
 	live bool
+	huge bool
 	fr   *fabric.Region
 }
 
 // mapMem maps size zeroed bytes off the Go heap: huge pages when size is a
 // multiple of 2 MiB and the kernel has some free, else 4 KiB pages.
-func mapMem(size int) ([]byte, error) {
+func mapMem(size int) (mem []byte, huge bool, err error) {
 	const prot = syscall.PROT_READ | syscall.PROT_WRITE
 	const flags = syscall.MAP_PRIVATE | syscall.MAP_ANONYMOUS
 	if size%hugePage == 0 {
 		mem, err := syscall.Mmap(-1, 0, size, prot, flags|syscall.MAP_HUGETLB)
 		if err == nil {
-			return mem, nil
+			return mem, true, nil
 		}
 		hugeFallback.Do(func() {
 			log.Printf("verbs: no huge pages for a %d-byte region (%v); using 4 KiB pages", size, err)
 		})
 	}
-	return syscall.Mmap(-1, 0, size, prot, flags)
+	mem, err = syscall.Mmap(-1, 0, size, prot, flags)
+	return mem, false, err
 }
 
 // Alloc maps and registers a region in the connection's protection domain.
@@ -61,7 +63,7 @@ func (c *conn) Alloc(size int) (*fabric.Region, error) {
 	if c.domainUsed+int64(size) > c.opts.DomainSize {
 		return nil, fabric.ErrNoMemory
 	}
-	mem, err := mapMem(size)
+	mem, huge, err := mapMem(size)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mmap %d bytes: %v", fabric.ErrNoMemory, size, err)
 	}
@@ -71,7 +73,7 @@ func (c *conn) Alloc(size int) (*fabric.Region, error) {
 		syscall.Munmap(mem)
 		return nil, fmt.Errorf("%w: ibv_reg_mr %d bytes: %v (locked-memory limit? ulimit -l)", fabric.ErrNoMemory, size, err)
 	}
-	r := &region{mem: mem, mr: mr, base: uint64(uintptr(unsafe.Pointer(&mem[0]))), lkey: uint32(mr.lkey), live: true}
+	r := &region{mem: mem, mr: mr, base: uint64(uintptr(unsafe.Pointer(&mem[0]))), lkey: uint32(mr.lkey), live: true, huge: huge}
 	idx := len(c.regs)
 	c.regs = append(c.regs, r)
 	c.domainUsed += int64(size)

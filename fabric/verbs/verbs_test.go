@@ -514,3 +514,78 @@ func TestOutstandingAtPeerClose(t *testing.T) {
 		t.Fatalf("%d of %d ops completed after the peer closed", got, len(ops))
 	}
 }
+
+// TestErrorMidBatch: an unsignaled WR that fails in the middle of a batch
+// still gets its own error, the ones before it succeed, and the ones after
+// it (flushed: the QP is in error) fail; all in posting order.
+func TestErrorMidBatch(t *testing.T) {
+	ln := listenT(t, fabric.Options{})
+	l := dialLink(t, ln, fabric.Options{}, 4096)
+	bad := l.ToA
+	bad.Key ^= 0x5a5a00
+	ops := []fabric.Op{
+		{Kind: fabric.OpWrite, ID: 10, Local: l.DR, Len: 8, Remote: l.ToA},
+		{Kind: fabric.OpRead, ID: 11, Local: l.DR, LocalOff: 8, Len: 8, Remote: l.ToA},
+		{Kind: fabric.OpWrite, ID: 12, Local: l.DR, Len: 8, Remote: bad},
+		{Kind: fabric.OpRead, ID: 13, Local: l.DR, Len: 8, Remote: l.ToA},
+		{Kind: fabric.OpWrite, ID: 14, Local: l.DR, Len: 8, Remote: l.ToA},
+	}
+	if err := l.D.Post(ops); err != nil {
+		t.Fatal(err)
+	}
+	cs := reap(t, l.D, len(ops), 8)
+	for i, c := range cs {
+		t.Logf("op %d: %v", c.ID, c.Err)
+		if c.ID != ops[i].ID {
+			t.Fatalf("completion %d has ID %d, want %d", i, c.ID, ops[i].ID)
+		}
+		switch {
+		case i < 2 && c.Err != nil:
+			t.Fatalf("op %d before the bad one: %v", c.ID, c.Err)
+		case i >= 2 && !errors.Is(c.Err, fabric.ErrRemoteAccess):
+			t.Fatalf("op %d: %v, want ErrRemoteAccess", c.ID, c.Err)
+		}
+	}
+}
+
+// TestHugePages: 2 MiB-multiple regions use huge pages when the system has
+// free ones and fall back to 4 KiB pages otherwise; both are registered and
+// work. Inside the test VM (JAKIRO_RDMA_VM=1) it sets vm.nr_hugepages to
+// exercise both paths; elsewhere it only checks whichever path it gets.
+func TestHugePages(t *testing.T) {
+	ln := listenT(t, fabric.Options{})
+	l := dialLink(t, ln, fabric.Options{}, 4096)
+	c := l.D.(*conn)
+	const nr = "/proc/sys/vm/nr_hugepages"
+	try := func(want string) {
+		r, err := l.D.Alloc(2 << 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		c.mu.RLock()
+		huge := c.regs[len(c.regs)-1].huge
+		c.mu.RUnlock()
+		t.Logf("2 MiB region with %s huge pages free: huge=%v", want, huge)
+		if (want == "some") != huge && want != "unknown" {
+			t.Fatalf("huge=%v with %s huge pages", huge, want)
+		}
+		copy(r.Bytes()[1<<20:], "huge?")
+		if err := fabric.Write(l.D, r, 1<<20, l.ToA, 0, 5); err != nil {
+			t.Fatal(err)
+		}
+		if err := fabric.Read(l.D, r, 0, l.ToA, 0, 5); err != nil || string(r.Bytes()[:5]) != "huge?" {
+			t.Fatalf("round trip through the region: %v %q", err, r.Bytes()[:5])
+		}
+	}
+	if os.Getenv("JAKIRO_RDMA_VM") != "1" {
+		try("unknown")
+		return
+	}
+	for _, n := range []struct{ set, want string }{{"0", "no"}, {"4", "some"}} {
+		if err := os.WriteFile(nr, []byte(n.set), 0); err != nil {
+			t.Fatal(err)
+		}
+		try(n.want)
+	}
+}

@@ -44,7 +44,7 @@ FILES=()
   echo 'fail=0'
   echo 'if [ ! -e /sys/class/infiniband/rxe0 ]; then echo "test-rdma: FAIL: no rxe0 in the VM"; exit 1; fi'
   echo 'ibv_devinfo -d rxe0 | grep -E "hca_id|state|active_mtu|link_layer"'
-  echo 'export JAKIRO_RDMA_REQUIRED=1'
+  echo "export JAKIRO_RDMA_REQUIRED=1 JAKIRO_RDMA_VM=1"
 } > "$W/vm-run.sh"
 quoted_args=$(printf '%q ' "$@")
 for pkg in $PKGS; do
