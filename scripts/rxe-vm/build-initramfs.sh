@@ -18,17 +18,18 @@ STAMP=$(sha256sum "$0" | cut -c1-16)
 echo "rxe-vm: building VM artifacts in $CACHE" >&2
 
 export DEBIAN_FRONTEND=noninteractive
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo -E"
 PKGS="qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils ibverbs-providers perftest iproute2 kmod cpio xz-utils"
 missing=""
 for p in $PKGS; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"; done
 if [ -n "$missing" ]; then
-  timeout 300 apt-get update -qq
-  timeout 600 apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  $SUDO timeout 300 apt-get update -qq
+  $SUDO timeout 600 apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
 # Kernel: download the Debian kernel package (do not install it on the host), extract.
 KPKG=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
-if [ -z "$KPKG" ]; then timeout 300 apt-get update -qq; KPKG=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}'); fi
+if [ -z "$KPKG" ]; then $SUDO timeout 300 apt-get update -qq; KPKG=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}'); fi
 KDIR=$CACHE/kernel
 rm -rf "$KDIR"; mkdir -p "$KDIR"
 ( cd "$KDIR" && timeout 300 apt-get download -qq -o APT::Sandbox::User=root "$KPKG" && dpkg-deb -x ./*.deb root && rm -f ./*.deb )

@@ -30,8 +30,9 @@ done
 if [ -n "$missing" ]; then
   echo "test-rdma: installing$missing" >&2
   export DEBIAN_FRONTEND=noninteractive
-  timeout 300 apt-get update -qq
-  timeout 600 apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo -E"
+  $SUDO timeout 300 apt-get update -qq
+  $SUDO timeout 600 apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 "$HERE/build-initramfs.sh"
 
