@@ -4,19 +4,18 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"golang.org/x/sys/unix"
 )
 
 // conn is an established connection: an initiator (Post, Poll, and the
 // completion half of the reader) and a NIC (the request half of the reader,
 // and the sender) sharing one socket.
 type conn struct {
-	nc       *net.TCPConn
+	s        sock
 	br       *bufio.Reader // owned by the reader goroutine
 	d        *domain
 	peerData []byte
@@ -31,9 +30,10 @@ type conn struct {
 	head atomic.Uint64
 
 	// NIC response ring, sized by the peer's queue depth: the reader
-	// queues [nhead..ntail), the sender writes them out. The reader never
-	// writes to the socket, so two peers that both READ a lot cannot
-	// deadlock on full socket buffers.
+	// queues [nhead..ntail) and sends what the socket takes at once; the
+	// sender writes the rest. The reader never blocks on the socket's
+	// write side, so two peers that both READ a lot cannot deadlock on
+	// full socket buffers.
 	nic   []nicResp
 	nmask uint64
 	ntail atomic.Uint64
@@ -41,8 +41,8 @@ type conn struct {
 	kick  chan struct{} // reader → sender: responses queued
 	space chan struct{} // sender → reader: ring drained
 
-	wmu  sync.Mutex // the socket's write side: Post and the sender
-	bw   *bufio.Writer
+	wmu  sync.Mutex // the socket's write side: Post, reader, sender
+	out  outBuf
 	hdr  [reqSize]byte
 	rhdr [respSize]byte
 
@@ -82,12 +82,12 @@ func ceilPow2(n int) int {
 	return p
 }
 
-func newConn(nc *net.TCPConn, d *domain, depth, peerDepth int, peerData []byte) *conn {
+func newConn(s sock, d *domain, depth, peerDepth int, peerData []byte) *conn {
 	peerDepth = max(1, min(peerDepth, maxQueueDepth))
 	c := &conn{
-		nc:       nc,
-		br:       bufio.NewReaderSize(nc, bufSize),
-		bw:       bufio.NewWriterSize(nc, bufSize),
+		s:        s,
+		br:       bufio.NewReaderSize(s, bufSize),
+		out:      outBuf{s: s, buf: make([]byte, 0, bufSize)},
 		d:        d,
 		peerData: peerData,
 		depth:    depth,
@@ -127,7 +127,7 @@ func (c *conn) fail(err error) {
 			c.opErr = fabric.ErrClosed
 		}
 		c.dead.Store(true)
-		_ = c.nc.Close()
+		c.s.shutdown(unix.SHUT_RDWR)
 		close(c.done)
 	})
 }
@@ -141,8 +141,8 @@ func (c *conn) Close() error {
 			// once. Stop reading, let the reader finish its frame, flush
 			// the responses; the deadline keeps a peer that does not read
 			// from holding Close.
-			_ = c.nc.SetWriteDeadline(time.Now().Add(closeFlushTimeout))
-			_ = c.nc.CloseRead()
+			c.s.setSendTimeout(closeFlushTimeout)
+			c.s.shutdown(unix.SHUT_RD)
 			<-c.readerExit
 			_ = c.sendResponses()
 		}
@@ -152,6 +152,7 @@ func (c *conn) Close() error {
 		// see dead under wmu and touch nothing.
 		c.wmu.Lock()
 		c.wmu.Unlock() //nolint:staticcheck // an empty critical section is the point
+		c.s.close()
 		c.d.closeAll()
 	})
 	return nil
@@ -205,12 +206,12 @@ func (c *conn) Post(ops []fabric.Op) error {
 		op := &ops[i]
 		if op.Kind == fabric.OpRead {
 			putReq(&c.hdr, frameRead, op.Remote.Key, op.Remote.Addr+op.RemoteOff, op.Len)
-			_, err = c.bw.Write(c.hdr[:])
+			err = c.out.put(c.hdr[:])
 		} else {
 			putReq(&c.hdr, frameWrite, op.Remote.Key, op.Remote.Addr+op.RemoteOff, op.Len)
-			_, err = c.bw.Write(c.hdr[:])
+			err = c.out.put(c.hdr[:])
 			if err == nil {
-				_, err = c.bw.Write(op.Local.Bytes()[op.LocalOff : op.LocalOff+op.Len])
+				err = c.out.put(op.Local.Bytes()[op.LocalOff : op.LocalOff+op.Len])
 			}
 		}
 		if err != nil {
@@ -218,7 +219,7 @@ func (c *conn) Post(ops []fabric.Op) error {
 		}
 	}
 	if err == nil {
-		err = c.bw.Flush()
+		err = c.out.flush()
 	}
 	c.wmu.Unlock()
 	if err != nil {

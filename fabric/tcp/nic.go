@@ -44,7 +44,7 @@ func (c *conn) serve() error {
 		if br.Buffered() == 0 {
 			// Out of input: send what was served before blocking, so a
 			// batch of requests gets one batch of responses.
-			c.kickSender()
+			c.tryResponses()
 		}
 		b, err := br.Peek(1)
 		if err != nil {
@@ -111,7 +111,7 @@ func (c *conn) serveReq(typ uint8, key uint32, addr, n uint64) error {
 	if typ == frameWrite {
 		if r != nil {
 			if c.br.Buffered() < int(n) {
-				c.kickSender()
+				c.tryResponses()
 			}
 			_, err := io.ReadFull(c.br, r.mem[off:off+n])
 			r.release()
@@ -183,26 +183,67 @@ func (c *conn) sendLoop() {
 	}
 }
 
+// tryResponses is the reader's fast path: it sends the queued responses
+// itself if the socket takes them now, and leaves the sender whatever
+// would block (the write lock, a full socket, a READ payload bigger than
+// the buffer's room).
+func (c *conn) tryResponses() {
+	h, t := c.nhead.Load(), c.ntail.Load()
+	if h == t {
+		return
+	}
+	if !c.wmu.TryLock() {
+		c.kickSender()
+		return
+	}
+	for ; h != t; h++ {
+		e := &c.nic[h&c.nmask]
+		if respSize+int(e.n) > c.out.room() && e.r != nil || respSize > c.out.room() {
+			break
+		}
+		c.encodeResp(e)
+	}
+	c.nhead.Store(h)
+	all, err := c.out.tryFlush()
+	c.wmu.Unlock()
+	if err != nil {
+		c.fail(c.readErr(err))
+		return
+	}
+	if h != t || !all {
+		c.kickSender()
+	}
+}
+
+// encodeResp queues e's response in the (unbounded-room) buffer; wmu held.
+func (c *conn) encodeResp(e *nicResp) error {
+	c.rhdr[0], c.rhdr[1] = frameResp, e.status
+	err := c.out.put(c.rhdr[:])
+	if err == nil && e.r != nil {
+		err = c.out.put(e.r.mem[e.off : e.off+e.n])
+	}
+	if e.r != nil {
+		e.r.release()
+		e.r = nil
+	}
+	return err
+}
+
+// sendResponses is the sender's path: it may block on the socket.
 func (c *conn) sendResponses() error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	h, t := c.nhead.Load(), c.ntail.Load()
 	for ; h != t; h++ {
-		e := &c.nic[h&c.nmask]
-		c.rhdr[0], c.rhdr[1] = frameResp, e.status
-		_, err := c.bw.Write(c.rhdr[:])
-		if err == nil && e.r != nil {
-			_, err = c.bw.Write(e.r.mem[e.off : e.off+e.n])
-			e.r.release()
-			e.r = nil
-		}
+		err := c.encodeResp(&c.nic[h&c.nmask])
+		// Advance per response: its bytes may be out already, and the
+		// peer may already be posting into the slot it frees.
+		c.nhead.Store(h + 1)
 		if err != nil {
-			c.nhead.Store(h + 1)
 			return err
 		}
-		c.nhead.Store(h + 1)
 	}
-	return c.bw.Flush()
+	return c.out.flush()
 }
 
 // dropResponses releases the regions of responses that will never be

@@ -143,16 +143,22 @@ func (s *setup) dial(data []byte) (*conn, error) {
 	case len(reply) > fabric.MaxAcceptData:
 		return nil, fmt.Errorf("fabric/tcp: %s: accept data of %d bytes exceeds %d", s.nc.RemoteAddr(), len(reply), fabric.MaxAcceptData)
 	}
-	_ = s.nc.SetDeadline(time.Time{})
-	return newConn(s.nc, s.d, s.o.QueueDepth, int(h.depth), reply), nil
+	sk, err := detach(s.nc)
+	if err != nil {
+		return nil, err
+	}
+	return newConn(sk, s.d, s.o.QueueDepth, int(h.depth), reply), nil
 }
 
 func (s *setup) accept(data []byte) (*conn, error) {
 	if _, err := s.nc.Write(putHS(nil, kindAccept, s.o.QueueDepth, data)); err != nil {
 		return nil, fmt.Errorf("%w: sending accept: %v", fabric.ErrPeerGone, err)
 	}
-	_ = s.nc.SetDeadline(time.Time{})
-	return newConn(s.nc, s.d, s.o.QueueDepth, s.peerDepth, s.peerData), nil
+	sk, err := detach(s.nc)
+	if err != nil {
+		return nil, err
+	}
+	return newConn(sk, s.d, s.o.QueueDepth, s.peerDepth, s.peerData), nil
 }
 
 // readHello is the acceptor's side of the hello. A bad hello gets a reply

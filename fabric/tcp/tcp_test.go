@@ -436,13 +436,9 @@ func TestCloseWithOpsOutstanding(t *testing.T) {
 func TestSocketOptions(t *testing.T) {
 	d, a := pair(t, 64, fabric.Options{})
 	for _, c := range []fabric.Conn{d.c, a.c} {
-		rc, err := c.(*conn).nc.SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc.Control(func(fd uintptr) {
+		func(fd int) {
 			get := func(level, opt int) int {
-				v, err := unix.GetsockoptInt(int(fd), level, opt)
+				v, err := unix.GetsockoptInt(fd, level, opt)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -466,7 +462,7 @@ func TestSocketOptions(t *testing.T) {
 			if get(unix.IPPROTO_TCP, unix.TCP_NODELAY) == 0 {
 				t.Error("TCP_NODELAY off")
 			}
-		})
+		}(c.(*conn).s.fd)
 	}
 }
 
