@@ -20,7 +20,16 @@ type listener struct {
 	closed chan struct{}
 	once   sync.Once
 	wg     sync.WaitGroup
+
+	// Sockets still in their hello, closed by Close so that it does not
+	// wait out handshakeTimeout; at most maxHandshakes at once.
+	hsMu sync.Mutex
+	inHS map[*net.TCPConn]struct{}
 }
+
+// maxHandshakes bounds the sockets a listener holds before their hello:
+// a flood of silent clients costs at most this many.
+const maxHandshakes = 1024
 
 func newListener(ln *net.TCPListener, o fabric.Options) *listener {
 	l := &listener{
@@ -29,6 +38,7 @@ func newListener(ln *net.TCPListener, o fabric.Options) *listener {
 		addr:   "tcp://" + ln.Addr().String(),
 		ready:  make(chan *setup),
 		closed: make(chan struct{}),
+		inHS:   map[*net.TCPConn]struct{}{},
 	}
 	l.wg.Add(1)
 	go l.acceptLoop()
@@ -57,6 +67,16 @@ func (l *listener) acceptLoop() {
 			continue
 		}
 		delay = 0
+		l.hsMu.Lock()
+		full := len(l.inHS) >= maxHandshakes
+		if !full {
+			l.inHS[nc] = struct{}{}
+		}
+		l.hsMu.Unlock()
+		if full {
+			_ = nc.Close()
+			continue
+		}
 		l.wg.Add(1)
 		go l.handshake(nc)
 	}
@@ -64,25 +84,37 @@ func (l *listener) acceptLoop() {
 
 func (l *listener) handshake(nc *net.TCPConn) {
 	defer l.wg.Done()
-	if err := tune(nc); err != nil {
-		_ = nc.Close()
+	s := l.hello(nc)
+	l.hsMu.Lock()
+	delete(l.inHS, nc)
+	l.hsMu.Unlock()
+	if s == nil {
 		return
 	}
-	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
-	data, depth, err := readHello(nc)
-	if err != nil {
-		_ = nc.Close()
-		return
-	}
-	s := newSetup(nc, l.o, false)
-	s.peerData, s.peerDepth = data, depth
-	// From here the application decides how long the dialer waits.
-	_ = nc.SetDeadline(time.Time{})
 	select {
 	case l.ready <- s:
 	case <-l.closed:
 		_ = s.Close()
 	}
+}
+
+// hello reads the dialer's hello; nil (and the socket closed) if bad.
+func (l *listener) hello(nc *net.TCPConn) *setup {
+	if err := tune(nc); err != nil {
+		_ = nc.Close()
+		return nil
+	}
+	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	data, depth, err := readHello(nc)
+	if err != nil {
+		_ = nc.Close()
+		return nil
+	}
+	// From here the application decides how long the dialer waits.
+	_ = nc.SetDeadline(time.Time{})
+	s := newSetup(nc, l.o, false)
+	s.peerData, s.peerDepth = data, depth
+	return s
 }
 
 func (l *listener) Accept(ctx context.Context) (fabric.Setup, error) {
@@ -105,6 +137,11 @@ func (l *listener) Close() error {
 	l.once.Do(func() {
 		close(l.closed)
 		_ = l.ln.Close()
+		l.hsMu.Lock()
+		for nc := range l.inHS {
+			_ = nc.Close()
+		}
+		l.hsMu.Unlock()
 		l.wg.Wait()
 	})
 	return nil

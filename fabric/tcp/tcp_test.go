@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +18,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestMain lets the conformance suite re-execute this binary as a peer.
-func TestMain(m *testing.M) { fabrictest.Main(m) }
+// TestMain lets the conformance suite and the benchmarks re-execute this
+// binary as a peer.
+func TestMain(m *testing.M) {
+	if os.Getenv(envBenchServe) != "" {
+		benchServe()
+		return
+	}
+	fabrictest.Main(m)
+}
 
 // The suite dials ln.Addr(), so port 0 is a fresh address every time.
 func TestConformance(t *testing.T) {
@@ -517,6 +525,15 @@ func TestGarbageHello(t *testing.T) {
 	defer cancel()
 	if s, err := ln.Accept(ctx); err == nil {
 		t.Fatalf("a bad hello reached Accept: %v", s.PeerData())
+	}
+	// Close does not wait out the silent client's hello timeout.
+	start := time.Now()
+	ln.Close()
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("listener Close took %v with a client mid-hello", took)
+	}
+	if _, err := ln.Accept(ctx); !errors.Is(err, fabric.ErrClosed) {
+		t.Fatalf("Accept after Close: %v", err)
 	}
 }
 
