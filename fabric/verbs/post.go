@@ -10,6 +10,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/jakiro-kv/jakiro/fabric"
 )
@@ -109,7 +110,7 @@ func (c *conn) Post(ops []fabric.Op) error {
 		// Only a broken QP refuses WRs we have room for. The accepted
 		// prefix stays tracked; the connection is dead, so Poll reports
 		// it with this error.
-		err := fmt.Errorf("%w: ibv_post_send: %v", fabric.ErrPeerGone, errnoErr("post", rc))
+		err := fmt.Errorf("%w: ibv_post_send: %v", fabric.ErrPeerGone, syscall.Errno(rc))
 		q.posted += uint64(c.ring.posted)
 		c.fail(err)
 		return err
