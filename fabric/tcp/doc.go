@@ -32,9 +32,14 @@
 //   - Everything read from the socket is untrusted: lengths are bounded
 //     (MaxOpLen) before use, unknown frames end the connection with a
 //     protocol error, nothing panics.
+//   - Threads: after the handshake the socket leaves Go's netpoller and
+//     the reader blocks in read(2), one thread per connection. Initiators
+//     busy-poll Poll on every P; a netpoll wakeup would wait for a free P
+//     (up to sysmon's 10ms), a returning syscall re-enters through the
+//     run queue at the poller's next Gosched.
 //   - Failure: a closed socket, a reset, or a host that vanished (TCP
-//     keepalive and TCP_USER_TIMEOUT, see KeepAliveIdle and UserTimeout)
-//     ends the connection: Done is closed, Err wraps fabric.ErrPeerGone,
+//     keepalive and TCP_USER_TIMEOUT: within about UserTimeout) ends the
+//     connection: Done is closed, Err wraps fabric.ErrPeerGone,
 //     outstanding ops complete with fabric.ErrPeerGone, then Post and Poll
 //     return the error. After a local Close they complete with
 //     fabric.ErrClosed instead. Close is idempotent and unmaps the regions

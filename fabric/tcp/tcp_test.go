@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -23,6 +24,13 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(envBenchServe) != "" {
 		benchServe()
+		return
+	}
+	if os.Getenv(envVanish) != "" {
+		if err := vanishChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "vanish child:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	fabrictest.Main(m)

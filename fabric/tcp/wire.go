@@ -61,10 +61,11 @@ const (
 	bufSize = 64 << 10
 )
 
-// Failure detection: keepalive finds an idle peer whose host vanished
-// within KeepAliveIdle+KeepAliveCount*KeepAliveInterval; UserTimeout ends
-// a connection whose sent data stays unacknowledged that long (keepalive
-// does not probe while data is in flight).
+// Failure detection: keepalive probes an idle connection after
+// KeepAliveIdle; UserTimeout ends a connection whose sent data, or whose
+// keepalive probes, stay unanswered that long (Linux lets it override
+// the probe count). A vanished host is so reported within about
+// UserTimeout; a closed or killed peer at once (FIN or RST).
 const (
 	KeepAliveIdle     = 2 * time.Second
 	KeepAliveInterval = 1 * time.Second
