@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
 	"golang.org/x/sys/unix"
@@ -34,12 +35,13 @@ type conn struct {
 	// sender writes the rest. The reader never blocks on the socket's
 	// write side, so two peers that both READ a lot cannot deadlock on
 	// full socket buffers.
-	nic   []nicResp
-	nmask uint64
-	ntail atomic.Uint64
-	nhead atomic.Uint64
-	kick  chan struct{} // reader → sender: responses queued
-	space chan struct{} // sender → reader: ring drained
+	nic     []nicResp
+	nmask   uint64
+	ntail   atomic.Uint64
+	nhead   atomic.Uint64
+	flushed atomic.Uint64 // responses before this one are on the wire
+	kick    chan struct{} // reader → sender: responses queued
+	space   chan struct{} // sender → reader: ring drained
 
 	wmu  sync.Mutex // the socket's write side: Post, reader, sender
 	out  outBuf
@@ -136,15 +138,7 @@ func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		if !c.dead.Load() {
-			// Acknowledge what the NIC already applied, as a NIC would:
-			// the application may have seen a WRITE land and closed at
-			// once. Stop reading, let the reader finish its frame, flush
-			// the responses; the deadline keeps a peer that does not read
-			// from holding Close.
-			c.s.setSendTimeout(closeFlushTimeout)
-			c.s.shutdown(unix.SHUT_RD)
-			<-c.readerExit
-			_ = c.sendResponses()
+			c.drain()
 		}
 		c.fail(fabric.ErrClosed)
 		c.wg.Wait()
@@ -156,6 +150,30 @@ func (c *conn) Close() error {
 		c.d.closeAll()
 	})
 	return nil
+}
+
+// drain acknowledges what the NIC already applied, as a NIC would: the
+// application may have seen a WRITE land and closed at once. It stops
+// reading, lets the reader finish its frame and the sender flush; a peer
+// that does not read holds it at most closeFlushTimeout.
+func (c *conn) drain() {
+	deadline := time.Now().Add(closeFlushTimeout)
+	c.s.setSendTimeout(closeFlushTimeout)
+	c.s.shutdown(unix.SHUT_RD)
+	t := time.NewTimer(closeFlushTimeout)
+	defer t.Stop()
+	select {
+	case <-c.readerExit:
+	case <-t.C:
+		return
+	}
+	for end := c.ntail.Load(); c.flushed.Load() != end && time.Now().Before(deadline); {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
 }
 
 func localErr(i int, format string, args ...any) error {

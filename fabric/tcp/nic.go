@@ -205,6 +205,9 @@ func (c *conn) tryResponses() {
 	}
 	c.nhead.Store(h)
 	all, err := c.out.tryFlush()
+	if all && err == nil {
+		c.flushed.Store(h)
+	}
 	c.wmu.Unlock()
 	if err != nil {
 		c.fail(c.readErr(err))
@@ -243,7 +246,11 @@ func (c *conn) sendResponses() error {
 			return err
 		}
 	}
-	return c.out.flush()
+	if err := c.out.flush(); err != nil {
+		return err
+	}
+	c.flushed.Store(h)
+	return nil
 }
 
 // dropResponses releases the regions of responses that will never be

@@ -691,6 +691,26 @@ func TestMalformedFrames(t *testing.T) {
 		nc.Write([]byte{frameResp, 77})
 		expectProtoErr(c, "status 77")
 	})
+	t.Run("peer that does not read", func(t *testing.T) {
+		// READs of 1 MiB the peer never reads back fill both socket
+		// buffers and block the sender; Close must not wait on it.
+		nc, c, _ := rawConn(t, ln, 1<<20)
+		d := c.(*conn).d
+		var key uint32
+		var base uint64
+		for k, r := range *d.keys.Load() {
+			key, base = k, r.base
+		}
+		for range 16 {
+			nc.Write(req(frameRead, key, base, 1<<20))
+		}
+		time.Sleep(100 * time.Millisecond)
+		start := time.Now()
+		c.Close()
+		if took := time.Since(start); took > 3*time.Second {
+			t.Fatalf("Close took %v with a peer that does not read", took)
+		}
+	})
 	t.Run("served by the NIC alone", func(t *testing.T) {
 		nc, c, r := rawConn(t, ln, 64)
 		d := r.Desc()
