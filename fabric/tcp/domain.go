@@ -19,7 +19,7 @@ type domain struct {
 	mu     sync.Mutex
 	live   int64     // bytes of open regions, against limit
 	next   uint64    // next virtual base address
-	all    []*region // every region ever mapped, for closeAll
+	all    []*region // every region still mapped, for closeAll
 	closed bool
 
 	// keys is copy-on-write so that the NIC and Post look regions up
@@ -161,7 +161,19 @@ func (r *region) close() error {
 }
 
 func (r *region) unmap() {
-	r.unmapOnce.Do(func() { _ = unix.Munmap(r.mmap) })
+	r.unmapOnce.Do(func() {
+		_ = unix.Munmap(r.mmap)
+		d := r.d
+		d.mu.Lock()
+		for i, x := range d.all {
+			if x == r {
+				d.all[i] = d.all[len(d.all)-1]
+				d.all = d.all[:len(d.all)-1]
+				break
+			}
+		}
+		d.mu.Unlock()
+	})
 }
 
 // closeAll closes every region and unmaps them all, references or not.

@@ -823,3 +823,33 @@ func TestDomainLimit(t *testing.T) {
 		t.Fatal("Alloc(0) succeeded")
 	}
 }
+
+// FuzzFrames feeds arbitrary bytes to an established connection's NIC:
+// whatever they are, it must not panic, must not touch memory outside the
+// granted region, and must end or keep serving.
+func FuzzFrames(f *testing.F) {
+	f.Add([]byte{0xff})
+	f.Add(req(frameRead, 0, 0, 8))
+	f.Add(append(req(frameWrite, 1, 1<<40, 3), 1, 2, 3))
+	f.Add([]byte{frameResp, statusOK, frameResp})
+	f.Add(req(frameWrite, 0, 0, MaxOpLen))
+	f.Add(bytes.Repeat([]byte{frameRead}, 100))
+	ln := listen(f, fabric.Options{})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		nc, c, r := rawConn(t, ln, 64)
+		// Half the inputs aim at the real region, to get past the key.
+		if len(in) >= reqSize && in[0]&1 == 1 {
+			binary.LittleEndian.PutUint32(in[4:], r.Desc().Key)
+		}
+		nc.Write(in)
+		nc.Close()
+		select {
+		case <-c.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("connection did not end after the peer closed")
+		}
+		if !errors.Is(c.Err(), fabric.ErrPeerGone) {
+			t.Fatalf("Err = %v", c.Err())
+		}
+	})
+}
