@@ -18,10 +18,11 @@
 //     nonzero 32-bit key, unique in its connection's domain; Desc.Addr is
 //     a virtual offset in that domain, never 0. Only the peer of that
 //     connection can reach a region, and only with its key.
-//   - One-sided: each side runs a NIC (a reader goroutine and a sender
-//     goroutine) that serves the peer's READ and WRITE requests straight
-//     against the registered memory; the application goroutines of the
-//     target take no part. A request with an unknown key, or a range that
+//   - One-sided: each side runs a NIC (a reader goroutine, which answers
+//     itself when the socket takes the answer at once, and a sender
+//     goroutine for the rest) that serves the peer's READ and WRITE
+//     requests straight against the registered memory; the application
+//     goroutines of the target take no part. A request with an unknown key, or a range that
 //     leaves its region, completes at the initiator with
 //     fabric.ErrRemoteAccess; the connection stays usable.
 //   - Initiator: Post checks every op locally (fabric.ErrLocalAccess,
@@ -42,8 +43,9 @@
 //     connection: Done is closed, Err wraps fabric.ErrPeerGone,
 //     outstanding ops complete with fabric.ErrPeerGone, then Post and Poll
 //     return the error. After a local Close they complete with
-//     fabric.ErrClosed instead. Close is idempotent and unmaps the regions
-//     only once the NIC goroutines have stopped.
+//     fabric.ErrClosed instead. Close first acknowledges the requests its
+//     NIC already applied (at most for closeFlushTimeout), is idempotent,
+//     and unmaps the regions only once the NIC goroutines have stopped.
 //
 // # Wire
 //
