@@ -46,6 +46,13 @@ func testRemoteAccess(t *testing.T, newAddr func(*testing.T) string) {
 		p := connect(t, ln, fabric.Options{}, size, size)
 		bad(t, p, read(p.DReg, 0, p.ToA, ^uint64(0)-2, 8, 3))
 	})
+	t.Run("BelowStart", func(t *testing.T) {
+		p := connect(t, ln, fabric.Options{}, size, size)
+		d := p.ToA
+		d.Addr -= 8 // reaches 8 bytes before the region
+		bad(t, p, write(p.DReg, 0, d, 0, 16, 8))
+		untouched(t, p.AReg)
+	})
 	t.Run("SubBeyond", func(t *testing.T) {
 		p := connect(t, ln, fabric.Options{}, size, size)
 		bad(t, p, write(p.DReg, 0, p.ToA.Sub(size-8, 64), 0, 64, 4))

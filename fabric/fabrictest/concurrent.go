@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
 )
@@ -89,18 +90,22 @@ func testConcurrent(t *testing.T, newAddr func(*testing.T) string) {
 	for err := range errs {
 		t.Error(err)
 	}
+	if t.Failed() {
+		t.FailNow()
+	}
 	if err := <-accErr; err != nil {
 		t.Fatalf("acceptor: %v", err)
 	}
 	close(acc)
 	seen := map[int]bool{}
+	deadline := time.Now().Add(caseTimeout)
 	for g := range acc {
 		defer g.c.Close()
 		if g.idx < 0 || g.idx >= conns || seen[g.idx] {
 			t.Fatalf("bad or duplicate dialer index %d", g.idx)
 		}
 		seen[g.idx] = true
-		if err := eventually(g.r.Bytes(), 0, pattern(finalSeed(g.idx), size)); err != nil {
+		if err := eventuallyBy(g.r.Bytes(), 0, pattern(finalSeed(g.idx), size), nil, deadline); err != nil {
 			t.Errorf("region of conn %d: %v", g.idx, err)
 		}
 	}

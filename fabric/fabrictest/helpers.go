@@ -217,7 +217,11 @@ func eventually(mem []byte, off int, want []byte) error {
 
 // eventuallyOr is eventually, giving up early when abort is closed.
 func eventuallyOr(mem []byte, off int, want []byte, abort <-chan struct{}) error {
-	deadline := time.Now().Add(caseTimeout)
+	return eventuallyBy(mem, off, want, abort, time.Now().Add(caseTimeout))
+}
+
+// eventuallyBy waits until deadline, so that many checks share one bound.
+func eventuallyBy(mem []byte, off int, want []byte, abort <-chan struct{}, deadline time.Time) error {
 	for !bytes.Equal(mem[off:off+len(want)], want) {
 		select {
 		case <-abort:
