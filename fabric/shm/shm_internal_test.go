@@ -1,0 +1,484 @@
+package shm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+func tempSock(t *testing.T) string {
+	d, err := os.MkdirTemp("", "jkshm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return filepath.Join(d, "s.sock")
+}
+
+func TestSocketMode(t *testing.T) {
+	for _, c := range []struct {
+		query string
+		want  os.FileMode
+	}{{"", 0o600}, {"?mode=0660", 0o660}} {
+		path := tempSock(t)
+		ln, err := fabric.Listen("shm://"+path+c.query, fabric.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode()&os.ModeSocket == 0 || st.Mode().Perm() != c.want {
+			t.Errorf("socket %q mode %v, want socket %v", c.query, st.Mode(), c.want)
+		}
+		if ln.Addr() != "shm://"+path {
+			t.Errorf("Addr %q", ln.Addr())
+		}
+		ln.Close()
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("socket file left after Close: %v", err)
+		}
+	}
+	if _, err := fabric.Listen("shm://"+tempSock(t)+"?mode=999", fabric.Options{}); err == nil {
+		t.Error("bad mode accepted")
+	}
+	if _, err := fabric.Listen("shm://host/x", fabric.Options{}); err == nil {
+		t.Error("URL with host accepted")
+	}
+}
+
+func TestStaleSocket(t *testing.T) {
+	path := tempSock(t)
+	// A socket file whose listener died.
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	ln, err := fabric.Listen("shm://"+path, fabric.Options{})
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	defer ln.Close()
+	// A live one is not taken over.
+	if ln2, err := fabric.Listen("shm://"+path, fabric.Options{}); err == nil {
+		ln2.Close()
+		t.Fatal("second Listen on a live socket succeeded")
+	}
+	// A regular file is never removed.
+	file := filepath.Join(filepath.Dir(path), "file")
+	os.WriteFile(file, []byte("x"), 0o600)
+	if _, err := fabric.Listen("shm://"+file, fabric.Options{}); err == nil {
+		t.Fatal("Listen over a regular file succeeded")
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("regular file removed: %v", err)
+	}
+}
+
+// fakeDomain is a memfd laid out like a domain, with the given seals.
+func fakeDomain(t *testing.T, seals int) int {
+	t.Helper()
+	fd, err := unix.MemfdCreate("fake", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Ftruncate(fd, tableSize+pageSize); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := unix.Mmap(fd, 0, tableSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeHeader(mem)
+	unix.Munmap(mem)
+	if seals != 0 {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fd
+}
+
+func dup(t *testing.T, fd int) int {
+	t.Helper()
+	n, err := unix.Dup(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestSealsVerified(t *testing.T) {
+	d, err := newDomain(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	seals, err := unix.FcntlInt(uintptr(d.fd), unix.F_GET_SEALS, 0)
+	if err != nil || seals&requiredSeals != requiredSeals {
+		t.Fatalf("own domain seals %#x (%v), want %#x", seals, err, requiredSeals)
+	}
+	if err := unix.Ftruncate(d.fd, 4096); err == nil {
+		t.Fatal("sealed domain could shrink")
+	}
+
+	// mapPeer refuses anything less than the required seals.
+	for _, s := range []int{0, unix.F_SEAL_GROW | unix.F_SEAL_SEAL, unix.F_SEAL_SHRINK | unix.F_SEAL_GROW} {
+		if mem, err := mapPeer(dup(t, fakeDomain(t, s))); !errors.Is(err, errProtocol) {
+			if err == nil {
+				unix.Munmap(mem)
+			}
+			t.Errorf("mapPeer with seals %#x: %v, want a protocol error", s, err)
+		}
+	}
+	f, err := os.CreateTemp(t.TempDir(), "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(tableSize + pageSize)
+	if mem, err := mapPeer(dup(t, int(f.Fd()))); !errors.Is(err, errProtocol) {
+		if err == nil {
+			unix.Munmap(mem)
+		}
+		t.Errorf("mapPeer of a plain file: %v, want a protocol error", err)
+	}
+	f.Close()
+	mem, err := mapPeer(dup(t, fakeDomain(t, requiredSeals)))
+	if err != nil {
+		t.Fatalf("mapPeer of a properly sealed domain: %v", err)
+	}
+	unix.Munmap(mem)
+
+	// End to end: a dialer sending an unsealed memfd is refused and never
+	// reaches Accept.
+	path := tempSock(t)
+	ln, err := fabric.Listen("shm://"+path, fabric.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("unixpacket", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := sendMsg(c.(*net.UnixConn), msgHello, nil, fakeDomain(t, 0)); err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if m, err := recvMsg(c.(*net.UnixConn)); err == nil && m.typ != msgReject {
+		t.Fatalf("unsealed hello answered with message type %d", m.typ)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if s, err := ln.Accept(ctx); err == nil {
+		s.Close()
+		t.Fatal("an unsealed hello reached Accept")
+	}
+
+	// And an acceptor answering with an unsealed memfd fails the dialer.
+	fpath := tempSock(t)
+	fl, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: fpath, Net: "unixpacket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fl.Close()
+	go func() {
+		c, err := fl.AcceptUnix()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		m, err := recvMsg(c)
+		if err == nil && m.fd >= 0 {
+			unix.Close(m.fd)
+		}
+		sendMsg(c, msgAccept, []byte("hi"), fakeDomain(t, unix.F_SEAL_SEAL))
+		time.Sleep(time.Second)
+	}()
+	s, err := fabric.Dial(context.Background(), "shm://"+fpath, fabric.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ectx, ecancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer ecancel()
+	if conn, err := s.Establish(ectx, nil); !errors.Is(err, errProtocol) {
+		if err == nil {
+			conn.Close()
+		}
+		t.Fatalf("Establish against an unsealed accept: %v, want a protocol error", err)
+	}
+}
+
+// TestGarbageHandshake sends malformed hellos; the listener drops them
+// and keeps serving.
+func TestGarbageHandshake(t *testing.T) {
+	path := tempSock(t)
+	ln, err := fabric.Listen("shm://"+path, fabric.Options{DomainSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	good := fakeDomain(t, requiredSeals)
+	hdr := func(typ byte, n int) []byte {
+		b := make([]byte, wireHdr+n)
+		b[0], b[1], b[2], b[3] = 'J', 'K', 'S', 'H'
+		b[4], b[5] = wireVersion, typ
+		b[6] = byte(n)
+		return b
+	}
+	bad := []struct {
+		name string
+		msg  []byte
+		fds  []int
+	}{
+		{"Empty", []byte{1}, nil},
+		{"Garbage", bytes.Repeat([]byte{0xAB}, 40), []int{good}},
+		{"NoFD", hdr(msgHello, 0), nil},
+		{"TwoFDs", hdr(msgHello, 0), []int{good, good}},
+		{"TooMuchData", hdr(msgHello, fabric.MaxDialData+1), []int{good}},
+		{"LengthMismatch", hdr(msgHello, 5)[:wireHdr+2], []int{good}},
+		{"AcceptFromDialer", hdr(msgAccept, 0), []int{good}},
+		{"Huge", make([]byte, 4096), []int{good}},
+	}
+	for _, b := range bad {
+		c, err := net.Dial("unixpacket", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var oob []byte
+		if b.fds != nil {
+			oob = unix.UnixRights(b.fds...)
+		}
+		if _, _, err := c.(*net.UnixConn).WriteMsgUnix(b.msg, oob, nil); err != nil {
+			t.Fatalf("%s: %v", b.name, err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		var buf [512]byte
+		n, err := c.Read(buf[:])
+		if err == nil && n > 5 && buf[5] != msgReject {
+			t.Errorf("%s: answered with message type %d", b.name, buf[5])
+		}
+		c.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	if s, err := ln.Accept(ctx); err == nil {
+		s.Close()
+		t.Fatal("a malformed hello reached Accept")
+	}
+	cancel()
+	// The listener still works.
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		if s, err := ln.Accept(ctx); err == nil {
+			if c, err := s.Establish(ctx, nil); err == nil {
+				<-c.Done()
+				c.Close()
+			}
+		}
+	}()
+	s, err := fabric.Dial(ctx, "shm://"+path, fabric.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Establish(ctx, []byte("after garbage"))
+	if err != nil {
+		t.Fatalf("Establish after garbage: %v", err)
+	}
+	c.Close()
+}
+
+// TestHostileTable feeds lookup peer tables full of lies: whatever the
+// entries say, an access is refused or lands inside the region area.
+func TestHostileTable(t *testing.T) {
+	mem := make([]byte, tableSize+3*pageSize)
+	size := uint64(len(mem))
+	const key = 5<<slotBits | 7
+	cases := []struct {
+		name    string
+		off, ln uint64
+		d       fabric.Desc
+		roff    uint64
+		n       int
+		ok      bool
+	}{
+		{"Good", tableSize, 100, fabric.Desc{Addr: tableSize, Key: key}, 10, 90, true},
+		{"InTable", 0, 100, fabric.Desc{Addr: 0, Key: key}, 0, 8, false},
+		{"PastMapping", size - 10, 100, fabric.Desc{Addr: size - 10, Key: key}, 0, 8, false},
+		{"HugeLen", tableSize, ^uint64(0), fabric.Desc{Addr: tableSize, Key: key}, 1 << 40, 8, false},
+		{"OffWraps", ^uint64(0) - 4, 100, fabric.Desc{Addr: ^uint64(0) - 4, Key: key}, 0, 8, false},
+		{"AddrWraps", tableSize, 100, fabric.Desc{Addr: ^uint64(0), Key: key}, 2, 8, false},
+		{"NegativeLen", tableSize, 100, fabric.Desc{Addr: tableSize, Key: key}, 0, -1, false},
+		{"ZeroKey", tableSize, 100, fabric.Desc{Addr: tableSize, Key: 0}, 0, 1, false},
+		{"SlotZero", tableSize, 100, fabric.Desc{Addr: tableSize, Key: 5 << slotBits}, 0, 1, false},
+	}
+	for _, c := range cases {
+		clear(mem[:tableSize])
+		publish(mem, 7, key, c.off, c.ln)
+		b, err := lookup(mem, c.d, c.roff, c.n)
+		if c.ok != (err == nil) {
+			t.Errorf("%s: err %v, want ok=%v", c.name, err, c.ok)
+		}
+		if err != nil && !errors.Is(err, fabric.ErrRemoteAccess) {
+			t.Errorf("%s: err %v, want ErrRemoteAccess", c.name, err)
+		}
+		if err == nil && len(b) != c.n {
+			t.Errorf("%s: %d bytes, want %d", c.name, len(b), c.n)
+		}
+	}
+}
+
+func FuzzLookup(f *testing.F) {
+	f.Add(uint64(tableSize), uint64(100), uint64(tableSize), uint64(3), 10)
+	f.Add(^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), 1<<30)
+	f.Fuzz(func(t *testing.T, off, ln, addr, roff uint64, n int) {
+		mem := make([]byte, tableSize+2*pageSize)
+		const key = 9<<slotBits | 3
+		publish(mem, 3, key, off, ln)
+		b, err := lookup(mem, fabric.Desc{Addr: addr, Key: key}, roff, n)
+		if err != nil || n == 0 {
+			return // a zero-length slice addresses nothing
+		}
+		// Whatever the table said, the bytes are in the region area.
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(&mem[0]))
+		if start < tableSize || start+uintptr(n) > uintptr(len(mem)) || len(b) != n {
+			t.Fatalf("lookup returned %d bytes at %d", len(b), start)
+		}
+	})
+}
+
+func countDomainMaps(t *testing.T) int {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("cannot read /proc/self/maps: %v", err)
+	}
+	return strings.Count(string(b), "jakiro-shm-domain")
+}
+
+// TestCloseUnmaps checks Close (and a rejected Setup) releases every
+// mapping of both domains.
+func TestCloseUnmaps(t *testing.T) {
+	before := countDomainMaps(t)
+	path := tempSock(t)
+	ln, err := fabric.Listen("shm://"+path, fabric.Options{DomainSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ach := make(chan fabric.Conn, 1)
+	go func() {
+		s, err := ln.Accept(ctx)
+		if err != nil {
+			ach <- nil
+			return
+		}
+		s.Close() // reject the first
+		s, err = ln.Accept(ctx)
+		if err != nil {
+			ach <- nil
+			return
+		}
+		c, _ := s.Establish(ctx, nil)
+		ach <- c
+	}()
+	s, _ := fabric.Dial(ctx, "shm://"+path, fabric.Options{DomainSize: 1 << 20})
+	if _, err := s.Establish(ctx, nil); !errors.Is(err, fabric.ErrRejected) {
+		t.Fatalf("first dial: %v, want ErrRejected", err)
+	}
+	s.Close()
+	s, err = fabric.Dial(ctx, "shm://"+path, fabric.Options{DomainSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Establish(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := <-ach
+	if a == nil {
+		t.Fatal("acceptor failed")
+	}
+	if got := countDomainMaps(t) - before; got != 4 {
+		t.Errorf("%d domain mappings for one connection, want 4 (own and peer, both sides)", got)
+	}
+	d.Close()
+	a.Close()
+	if got := countDomainMaps(t) - before; got != 0 {
+		t.Errorf("%d domain mappings left after Close", got)
+	}
+}
+
+// TestPostPollAllocs: the hot path allocates nothing.
+func TestPostPollAllocs(t *testing.T) {
+	path := tempSock(t)
+	ln, err := fabric.Listen("shm://"+path, fabric.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ach := make(chan fabric.Conn, 1)
+	go func() {
+		s, _ := ln.Accept(ctx)
+		r, _ := s.Alloc(4096)
+		var b [fabric.DescSize]byte
+		r.Desc().Put(b[:])
+		c, _ := s.Establish(ctx, b[:])
+		ach <- c
+	}()
+	s, err := fabric.Dial(ctx, "shm://"+path, fabric.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, _ := s.Alloc(4096)
+	c, err := s.Establish(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a := <-ach
+	defer a.Close()
+	remote, _ := fabric.ParseDesc(c.PeerData())
+	ops := []fabric.Op{
+		{Kind: fabric.OpWrite, ID: 1, Local: local, Len: 32, Remote: remote},
+		{Kind: fabric.OpRead, ID: 2, Local: local, LocalOff: 64, Len: 32, Remote: remote},
+		{Kind: fabric.OpRead, ID: 3, Local: local, Len: 32, Remote: remote, RemoteOff: 1 << 20}, // remote error
+	}
+	cs := make([]fabric.Completion, 4)
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := c.Post(ops); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Poll(cs); n != 3 || err != nil {
+			t.Fatalf("Poll %d %v", n, err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("Post+Poll: %v allocs/op, want 0", allocs)
+	}
+	if cs[2].Err != fabric.ErrRemoteAccess {
+		t.Fatalf("third op: %v", cs[2].Err)
+	}
+}
