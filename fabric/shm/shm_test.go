@@ -5,11 +5,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
 	_ "github.com/jakiro-kv/jakiro/fabric/shm"
 )
 
-func TestMain(m *testing.M) { fabrictest.Main(m) }
+func TestMain(m *testing.M) {
+	fabricbench.ServeChildIfRequested() // the benchmark's target process
+	fabrictest.Main(m)
+}
 
 // sockAddr returns a fresh shm URL under a temporary directory. Unix
 // socket paths are limited to 107 bytes; deep test names can exceed that
