@@ -29,8 +29,10 @@ type conn struct {
 	doneOnce  sync.Once
 	closeOnce sync.Once
 
-	// Completion ring, touched only by the Post/Poll goroutine.
-	ring       []fabric.Completion
+	// Completion ring, touched only by the Post/Poll goroutine. Entries
+	// hold no pointers (errors become codes) so filling them costs no
+	// write barriers.
+	ring       []completion
 	mask       uint64
 	head, tail uint64
 	depth      uint64
@@ -41,6 +43,12 @@ const (
 	stateClosed
 	stateGone
 )
+
+type completion struct {
+	id   uint64
+	kind fabric.OpKind
+	bad  bool // ErrRemoteAccess, the only error an op can complete with
+}
 
 var errBadKind = errors.New("shm: op kind is neither READ nor WRITE")
 
@@ -55,7 +63,7 @@ func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Opti
 		peerData: peerData,
 		sock:     sock,
 		done:     make(chan struct{}),
-		ring:     make([]fabric.Completion, n),
+		ring:     make([]completion, n),
 		mask:     uint64(n - 1),
 		depth:    uint64(o.QueueDepth),
 	}
@@ -118,6 +126,8 @@ func (c *conn) Post(ops []fabric.Op) error {
 	for i := range ops {
 		op := &ops[i]
 		rem, err := lookup(c.peer, op.Remote, op.RemoteOff, op.Len)
+		c.ring[c.tail&c.mask] = completion{id: op.ID, kind: op.Kind, bad: err != nil}
+		c.tail++
 		if err == nil {
 			loc := op.Local.Bytes()[op.LocalOff : op.LocalOff+op.Len]
 			if op.Kind == fabric.OpRead {
@@ -126,8 +136,6 @@ func (c *conn) Post(ops []fabric.Op) error {
 				copy(rem, loc)
 			}
 		}
-		c.ring[c.tail&c.mask] = fabric.Completion{ID: op.ID, Kind: op.Kind, Err: err}
-		c.tail++
 	}
 	return nil
 }
@@ -140,7 +148,11 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 	}
 	n := 0
 	for n < len(cs) && c.head != c.tail {
-		cs[n] = c.ring[c.head&c.mask]
+		e := &c.ring[c.head&c.mask]
+		cs[n] = fabric.Completion{ID: e.id, Kind: e.kind}
+		if e.bad {
+			cs[n].Err = fabric.ErrRemoteAccess
+		}
 		c.head++
 		n++
 	}
