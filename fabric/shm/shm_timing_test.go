@@ -48,3 +48,55 @@ func BenchmarkFabric(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPostPoll is the CPU cost of one 32-byte READ through Post and
+// Poll (batches of 8, target in this process), without goroutine
+// scheduling: ns/op is per operation.
+func BenchmarkPostPoll(b *testing.B) {
+	dir, err := os.MkdirTemp("", "jkshm-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ln, err := fabric.Listen("shm://"+filepath.Join(dir, "s.sock"), fabric.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go fabricbench.Serve(ln, 4096)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := fabric.Dial(ctx, ln.Addr(), fabric.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	local, err := s.Alloc(4096)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := s.Establish(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	remote, err := fabric.ParseDesc(c.PeerData())
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batch = 8
+	ops := make([]fabric.Op, batch)
+	for i := range ops {
+		ops[i] = fabric.Op{Kind: fabric.OpRead, ID: uint64(i), Local: local, LocalOff: 32 * i, Len: 32, Remote: remote, RemoteOff: uint64(32 * i)}
+	}
+	cs := make([]fabric.Completion, batch)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += batch {
+		if err := c.Post(ops); err != nil {
+			b.Fatal(err)
+		}
+		if n, err := c.Poll(cs); n != batch || err != nil {
+			b.Fatalf("Poll: %d, %v", n, err)
+		}
+	}
+}
