@@ -853,3 +853,13 @@ func FuzzFrames(f *testing.F) {
 		}
 	})
 }
+
+func TestOptionBounds(t *testing.T) {
+	if _, err := fabric.Listen("tcp://127.0.0.1:0", fabric.Options{QueueDepth: maxQueueDepth + 1}); err == nil {
+		t.Fatal("Listen with QueueDepth beyond the wire's bound succeeded")
+	}
+	ln := listen(t, fabric.Options{})
+	if _, err := fabric.Dial(ctxT(t), ln.Addr(), fabric.Options{QueueDepth: maxQueueDepth + 1}); err == nil {
+		t.Fatal("Dial with QueueDepth beyond the wire's bound succeeded")
+	}
+}
