@@ -112,8 +112,11 @@ func testLocalAccess(t *testing.T, newAddr func(*testing.T) string) {
 			good := read(p.DReg, 0, p.ToA, 0, 8, id)
 			c.op.ID = id + 1
 			id += 3
+			if err := p.D.Post([]fabric.Op{c.op}); !errors.Is(err, fabric.ErrLocalAccess) {
+				t.Fatalf("Post alone: %v, want ErrLocalAccess", err)
+			}
 			if err := p.D.Post([]fabric.Op{good, c.op}); !errors.Is(err, fabric.ErrLocalAccess) {
-				t.Fatalf("Post: %v, want ErrLocalAccess", err)
+				t.Fatalf("Post after a good op: %v, want ErrLocalAccess", err)
 			}
 			// Nothing of the batch was posted: the next completion is the
 			// next op's.

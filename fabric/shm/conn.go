@@ -112,14 +112,24 @@ func (c *conn) Post(ops []fabric.Op) error {
 	if uint64(len(ops)) > c.depth-(c.tail-c.head) {
 		return fabric.ErrQueueFull
 	}
-	// Check the whole batch first: on error nothing is posted.
+	// Check the whole batch first: on error nothing is posted. Batches
+	// mostly use one region, so ownership is checked once per region run.
+	var owned *fabric.Region
 	for i := range ops {
 		op := &ops[i]
 		if op.Kind != fabric.OpRead && op.Kind != fabric.OpWrite {
 			return errBadKind
 		}
-		if op.Local == nil || !c.d.owns(op.Local) || op.LocalOff < 0 || op.Len < 0 ||
-			op.LocalOff > op.Local.Len()-op.Len {
+		if op.Local == nil {
+			return fabric.ErrLocalAccess
+		}
+		if op.Local != owned {
+			if !c.d.owns(op.Local) {
+				return fabric.ErrLocalAccess
+			}
+			owned = op.Local
+		}
+		if op.LocalOff < 0 || op.Len < 0 || op.LocalOff > op.Local.Len()-op.Len {
 			return fabric.ErrLocalAccess
 		}
 	}
