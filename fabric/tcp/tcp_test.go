@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
 	"golang.org/x/sys/unix"
 )
@@ -22,10 +23,7 @@ import (
 // TestMain lets the conformance suite and the benchmarks re-execute this
 // binary as a peer.
 func TestMain(m *testing.M) {
-	if os.Getenv(envBenchServe) != "" {
-		benchServe()
-		return
-	}
+	fabricbench.ServeChildIfRequested()
 	if os.Getenv(envVanish) != "" {
 		if err := vanishChild(); err != nil {
 			fmt.Fprintln(os.Stderr, "vanish child:", err)
