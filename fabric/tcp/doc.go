@@ -37,7 +37,9 @@
 //     the reader blocks in read(2), one thread per connection. Initiators
 //     busy-poll Poll on every P; a netpoll wakeup would wait for a free P
 //     (up to sysmon's 10ms), a returning syscall re-enters through the
-//     run queue at the poller's next Gosched.
+//     run queue at the poller's next Gosched. And since that thread
+//     shares the cores with the pollers, Poll calls sched_yield(2) after
+//     every yieldEvery empty polls while ops are outstanding.
 //   - Failure: a closed socket, a reset, or a host that vanished (TCP
 //     keepalive and TCP_USER_TIMEOUT: within about UserTimeout) ends the
 //     connection: Done is closed, Err wraps fabric.ErrPeerGone,
