@@ -14,6 +14,11 @@ import (
 	"github.com/jakiro-kv/jakiro/fabric"
 )
 
+// maxWaiting bounds setups (each holding two mapped domains) that
+// completed their hello but were not accepted yet; beyond it dialers are
+// rejected rather than piling up.
+const maxWaiting = 128
+
 // handshakeTimeout bounds how long an accepted socket may take to send
 // its hello; a silent dialer cannot pin resources forever.
 const handshakeTimeout = 30 * time.Second
@@ -27,6 +32,7 @@ type listener struct {
 	ctx     context.Context // canceled by Close
 	cancel  context.CancelFunc
 	pending chan *setup
+	waiting chan struct{} // a token per handshaken setup not yet accepted
 	wg      sync.WaitGroup
 
 	errMu   sync.Mutex
@@ -83,6 +89,7 @@ func listen(path string, mode os.FileMode, o fabric.Options) (*listener, error) 
 		ctx:     ctx,
 		cancel:  cancel,
 		pending: make(chan *setup, 16),
+		waiting: make(chan struct{}, maxWaiting),
 	}
 	l.wg.Add(1)
 	go l.acceptLoop()
@@ -144,14 +151,24 @@ func (l *listener) handshake(c *net.UnixConn) {
 		c.Close()
 		return
 	}
+	select {
+	case l.waiting <- struct{}{}:
+	default:
+		unix.Close(m.fd)
+		sendMsg(c, msgReject, nil, -1)
+		c.Close()
+		return
+	}
 	peer, err := mapPeer(m.fd)
 	if err != nil {
+		<-l.waiting
 		sendMsg(c, msgReject, nil, -1)
 		c.Close()
 		return
 	}
 	d, err := newDomain(l.opts.DomainSize)
 	if err != nil {
+		<-l.waiting
 		unix.Munmap(peer)
 		sendMsg(c, msgReject, nil, -1)
 		c.Close()
@@ -161,6 +178,7 @@ func (l *listener) handshake(c *net.UnixConn) {
 	select {
 	case l.pending <- s:
 	case <-l.ctx.Done():
+		<-l.waiting
 		s.Close()
 	}
 }
@@ -168,6 +186,7 @@ func (l *listener) handshake(c *net.UnixConn) {
 func (l *listener) Accept(ctx context.Context) (fabric.Setup, error) {
 	select {
 	case s := <-l.pending:
+		<-l.waiting
 		return s, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -193,6 +212,7 @@ func (l *listener) Close() error {
 		for {
 			select {
 			case s := <-l.pending:
+				<-l.waiting
 				s.Close()
 				continue
 			default:

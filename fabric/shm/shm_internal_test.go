@@ -482,3 +482,63 @@ func TestPostPollAllocs(t *testing.T) {
 		t.Fatalf("third op: %v", cs[2].Err)
 	}
 }
+
+// TestWaitingBound: dialers beyond maxWaiting unaccepted setups are
+// rejected at once instead of piling up; the others are still served.
+func TestWaitingBound(t *testing.T) {
+	o := fabric.Options{DomainSize: 64 << 10}
+	ln, err := fabric.Listen("shm://"+tempSock(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const extra = 3
+	type res struct {
+		c   fabric.Conn
+		err error
+	}
+	results := make(chan res, maxWaiting+extra)
+	for i := 0; i < maxWaiting+extra; i++ {
+		go func() {
+			s, err := fabric.Dial(ctx, ln.Addr(), o)
+			if err != nil {
+				results <- res{nil, err}
+				return
+			}
+			c, err := s.Establish(ctx, nil)
+			if err != nil {
+				s.Close()
+			}
+			results <- res{c, err}
+		}()
+	}
+	for i := 0; i < extra; i++ {
+		r := <-results
+		if !errors.Is(r.err, fabric.ErrRejected) {
+			if r.c != nil {
+				r.c.Close()
+			}
+			t.Fatalf("early result %d: %v, want ErrRejected", i, r.err)
+		}
+	}
+	for i := 0; i < maxWaiting; i++ {
+		s, err := ln.Accept(ctx)
+		if err != nil {
+			t.Fatalf("Accept %d: %v", i, err)
+		}
+		c, err := s.Establish(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	for i := 0; i < maxWaiting; i++ {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("dialer: %v", r.err)
+		}
+		r.c.Close()
+	}
+}
