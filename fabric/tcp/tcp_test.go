@@ -861,3 +861,43 @@ func TestOptionBounds(t *testing.T) {
 		t.Fatal("Dial with QueueDepth beyond the wire's bound succeeded")
 	}
 }
+
+// Close from another goroutine while Post and Poll run flat out: no
+// fault on unmapped memory, no hang, and the poller ends with ErrClosed.
+func TestCloseWhileBusy(t *testing.T) {
+	for round := range 5 {
+		d, a := pair(t, 1<<16, fabric.Options{QueueDepth: 16})
+		ops := []fabric.Op{
+			{Kind: fabric.OpWrite, Local: d.mine, Len: 1 << 15, Remote: d.peer},
+			{Kind: fabric.OpRead, Local: d.mine, LocalOff: 1 << 15, Len: 1 << 15, Remote: d.peer},
+		}
+		done := make(chan error, 1)
+		go func() {
+			var cs [16]fabric.Completion
+			for {
+				if err := d.c.Post(ops); err != nil && !errors.Is(err, fabric.ErrQueueFull) {
+					done <- err
+					return
+				}
+				if _, err := d.c.Poll(cs[:]); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+		time.Sleep(time.Duration(round) * time.Millisecond)
+		if round%2 == 0 {
+			d.c.Close()
+		} else {
+			a.c.Close() // the target goes instead
+		}
+		select {
+		case err := <-done:
+			if !errors.Is(err, fabric.ErrClosed) && !errors.Is(err, fabric.ErrPeerGone) {
+				t.Fatalf("round %d: poller ended with %v", round, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: poller still running 5s after Close", round)
+		}
+	}
+}
