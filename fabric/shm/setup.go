@@ -129,6 +129,11 @@ func (s *setup) Close() error {
 		return nil
 	}
 	if s.acceptor {
+		// Unmap first: once rejected, the dialer may count on it.
+		if s.peer != nil {
+			unix.Munmap(s.peer)
+			s.peer = nil
+		}
 		s.sock.SetDeadline(time.Now().Add(time.Second))
 		sendMsg(s.sock, msgReject, nil, -1) // best effort: EOF says as much
 	}

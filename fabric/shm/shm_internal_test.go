@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -366,18 +367,34 @@ func FuzzLookup(f *testing.F) {
 	})
 }
 
-func countDomainMaps(t *testing.T) int {
+// countMaps counts this process's mappings of the domain memfd with inode
+// ino, by /proc/self/maps.
+func countMaps(t *testing.T, ino uint64) int {
 	b, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		t.Skipf("cannot read /proc/self/maps: %v", err)
 	}
-	return strings.Count(string(b), "jakiro-shm-domain")
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[4] == strconv.FormatUint(ino, 10) && strings.Contains(f[5], "jakiro-shm-domain") {
+			n++
+		}
+	}
+	return n
+}
+
+func domainInode(t *testing.T, c fabric.Conn) uint64 {
+	var st unix.Stat_t
+	if err := unix.Fstat(c.(*conn).d.fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
 }
 
 // TestCloseUnmaps checks Close (and a rejected Setup) releases every
 // mapping of both domains.
 func TestCloseUnmaps(t *testing.T) {
-	before := countDomainMaps(t)
 	path := tempSock(t)
 	ln, err := fabric.Listen("shm://"+path, fabric.Options{DomainSize: 1 << 20})
 	if err != nil {
@@ -403,10 +420,18 @@ func TestCloseUnmaps(t *testing.T) {
 		ach <- c
 	}()
 	s, _ := fabric.Dial(ctx, "shm://"+path, fabric.Options{DomainSize: 1 << 20})
+	rejected := s.(*setup).d.fd
+	var st unix.Stat_t
+	if err := unix.Fstat(rejected, &st); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Establish(ctx, nil); !errors.Is(err, fabric.ErrRejected) {
 		t.Fatalf("first dial: %v, want ErrRejected", err)
 	}
 	s.Close()
+	if n := countMaps(t, st.Ino); n != 0 {
+		t.Errorf("rejected dialer's domain still mapped %d times", n)
+	}
 	s, err = fabric.Dial(ctx, "shm://"+path, fabric.Options{DomainSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -419,13 +444,17 @@ func TestCloseUnmaps(t *testing.T) {
 	if a == nil {
 		t.Fatal("acceptor failed")
 	}
-	if got := countDomainMaps(t) - before; got != 4 {
-		t.Errorf("%d domain mappings for one connection, want 4 (own and peer, both sides)", got)
+	di, ai := domainInode(t, d), domainInode(t, a)
+	if nd, na := countMaps(t, di), countMaps(t, ai); nd != 2 || na != 2 {
+		t.Errorf("domains mapped %d and %d times, want 2 each (owner and peer)", nd, na)
 	}
 	d.Close()
+	if n := countMaps(t, di); n != 1 {
+		t.Errorf("dialer's domain mapped %d times after the dialer closed, want 1 (the acceptor's view)", n)
+	}
 	a.Close()
-	if got := countDomainMaps(t) - before; got != 0 {
-		t.Errorf("%d domain mappings left after Close", got)
+	if nd, na := countMaps(t, di), countMaps(t, ai); nd != 0 || na != 0 {
+		t.Errorf("after Close domains still mapped %d and %d times", nd, na)
 	}
 }
 
