@@ -62,7 +62,7 @@ func listen(path string, mode os.FileMode, o fabric.Options) (*listener, error) 
 		os.Remove(path)
 		return nil, fmt.Errorf("shm: chmod %s: %w", path, err)
 	}
-	if err := unix.Listen(fd, 128); err != nil {
+	if err := unix.Listen(fd, 1024); err != nil {
 		unix.Close(fd)
 		os.Remove(path)
 		return nil, fmt.Errorf("shm: listen %s: %w", path, err)

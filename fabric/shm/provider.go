@@ -2,11 +2,14 @@ package shm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
 )
@@ -54,6 +57,16 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 	}
 	var nd net.Dialer
 	c, err := nd.DialContext(ctx, "unixpacket", path)
+	// A unix socket's connect fails with EAGAIN while the listener's
+	// backlog is full: a burst of dialers, not a dead listener.
+	for backoff := time.Millisecond; errors.Is(err, syscall.EAGAIN); backoff = min(2*backoff, 50*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("shm: dial %s: %w (listener backlog full)", path, ctx.Err())
+		case <-time.After(backoff):
+		}
+		c, err = nd.DialContext(ctx, "unixpacket", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("shm: dial %s: %w", path, err)
 	}
