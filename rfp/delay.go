@@ -14,7 +14,9 @@ const delayShift = 12
 
 const (
 	minFetchDelay = 50      // ns
-	maxFetchDelay = 200_000 // ns: beyond this, fetching is the wrong mode
+	// maxFetchDelay caps the delay so a latency tail (a dozing or
+	// descheduled server) cannot drag every request's first READ late.
+	maxFetchDelay = 20_000 // ns
 )
 
 // NewFetchDelay returns an adaptive delay when fixedNS < 0, else a fixed one.

@@ -46,6 +46,7 @@ type opRec struct {
 	writeDone bool
 	firstRead bool // no fetch READ completed yet
 	reads     uint8
+	op        Op
 	seq       uint32
 	due       int64
 	fetched   int // bytes of the response slot the last READ brought
@@ -187,7 +188,7 @@ func (in *Initiator) Submit(p int, op Op, key, value []byte, ttl uint32) (int, e
 	off := l.ReqOff(p, s)
 	n := PutRequest(in.mem[off:off+l.ReqSlot], seq, op, flags, key, value, ttl)
 	rec := &in.ops[idx]
-	*rec = opRec{seq: seq, firstRead: true, state: opWaiting, due: in.now() + in.delay.NS()}
+	*rec = opRec{seq: seq, op: op, firstRead: true, state: opWaiting, due: in.now() + in.delay.NS()}
 	if flags&FlagReply != 0 {
 		ro := l.RespOff(p, s)
 		PoisonResponse(in.mem[ro:], seq)
@@ -296,7 +297,9 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 		// must not cost a flood of READs.
 		gap := in.delay.NS()/4 + 100
 		gap <<= min(rec.reads, 7)
-		rec.reads++
+		if rec.reads < 255 {
+			rec.reads++
+		}
 		rec.state, rec.due = opWaiting, now+min(gap, maxRetryGap)
 	case SlotTorn:
 		in.stats.Torn++
@@ -311,8 +314,8 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 		if in.cfg.Mode == ModeHybrid {
 			in.hybrid.OnFetch(true)
 		}
-		if in.auto != nil {
-			in.auto.Observe(len(r.Value))
+		if in.auto != nil && rec.op == OpGet && r.Status == StatusOK {
+			in.auto.Observe(len(r.Value)) // only values teach RFS
 		}
 		rec.state = opDone
 		if rec.writeDone && *nout < len(out) {

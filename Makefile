@@ -1,0 +1,50 @@
+# Jakiro. `make demo` runs the RFP vs server-reply comparison; `make test`
+# runs every test, including the verbs provider on soft-RoCE in a QEMU VM.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+GO ?= go
+# The e2e tests start servers and clients as processes; keep packages
+# sequential on a 2-core machine.
+TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
+
+.PHONY: all build test test-unit test-rdma lint demo figures bench bench-deps clean
+
+all: build
+
+build:
+	$(GO) build -o bin/jakiro ./cmd/jakiro
+	$(GO) build -o bin/jakiro-bench ./cmd/jakiro-bench
+
+## test: formatting, vet, every unit/e2e/conformance test with -race, then
+## the verbs provider and the RFP end-to-end tests on soft-RoCE in a VM.
+test: lint test-unit test-rdma
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test-unit:
+	$(GO) test $(TESTFLAGS) ./...
+
+# RDMA: verbs conformance suite, the RFP end-to-end tests over rdma:// (all
+# three modes) and a short benchmark, inside a VM with rxe0.
+test-rdma:
+	RDMA_TEST_PKGS="./fabric/verbs ./server" RDMA_BENCH_PKGS="./fabric/verbs ./server" \
+	JAKIRO_E2E_RDMA=1 scripts/rxe-vm/test-rdma.sh
+	$(GO) vet -tags rdma ./fabric/verbs ./fabric/providers
+
+demo: build
+	./bin/jakiro-bench demo
+
+bench-deps:
+	scripts/install-bench-deps.sh
+
+## figures: regenerate every CSV and PNG in results/.
+figures: build bench-deps
+	./bin/jakiro-bench figures --out results
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1s ./kv ./fabric/shm ./server
+
+clean:
+	rm -rf bin

@@ -1,0 +1,133 @@
+package server_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/rfp"
+)
+
+// rawClient speaks the protocol by hand over the fabric, to send what the
+// SDK never would.
+type rawClient struct {
+	t     *testing.T
+	conn  fabric.Conn
+	local *fabric.Region
+	w     rfp.Welcome
+}
+
+func dialRaw(t *testing.T, addr string) *rawClient {
+	ctx := ctxT(t)
+	setup, err := fabric.Dial(ctx, addr, fabric.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := setup.Establish(ctx, rfp.Hello{Version: rfp.Version}.Put())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	w, err := rfp.ParseWelcome(conn.PeerData())
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := conn.Alloc(w.Layout.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rawClient{t: t, conn: conn, local: local, w: w}
+}
+
+// send WRITEs b as the request slot for seq in partition p.
+func (r *rawClient) send(p int, seq uint32, b []byte) {
+	l := r.w.Layout
+	off := l.ReqOff(p, rfp.SlotOf(seq, l.Slots))
+	copy(r.local.Bytes()[off:], b)
+	if err := fabric.Write(r.conn, r.local, off, r.w.Grant, uint64(off), len(b)); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// status fetches the response to seq, waiting up to timeout.
+func (r *rawClient) status(p int, seq uint32, timeout time.Duration) rfp.Status {
+	l := r.w.Layout
+	off := l.RespOff(p, rfp.SlotOf(seq, l.Slots))
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if err := fabric.Read(r.conn, r.local, off, r.w.Grant, uint64(off), l.RespSlot); err != nil {
+			r.t.Fatal(err)
+		}
+		var resp rfp.Response
+		if st, _ := rfp.ParseResponse(r.local.Bytes()[off:off+l.RespSlot], seq, l.MaxValue, &resp); st == rfp.SlotReady {
+			return resp.Status
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	r.t.Fatalf("no response to seq %d in %v", seq, timeout)
+	return 0
+}
+
+func request(seq uint32, op rfp.Op, key, val []byte) []byte {
+	b := make([]byte, rfp.RequestLen(key, val))
+	rfp.PutRequest(b, seq, op, 0, key, val, 0)
+	return b
+}
+
+// testMalformedSlots: unknown ops, keys sent to the wrong partition,
+// impossible lengths and bad checksums get StatusBadRequest (the last two
+// after rfp.StuckTimeout), and the ring keeps working afterwards.
+func testMalformedSlots(t *testing.T, addr string) {
+	r := dialRaw(t, addr)
+	seq := uint32(1)
+	var missing []byte // a key of partition 0 that is never stored
+	for i := 0; missing == nil; i++ {
+		if k := []byte(fmt.Sprintf("never-stored-%d", i)); rfp.PartitionOf(rfp.KeyHash(k), r.w.Layout.Partitions) == 0 {
+			missing = k
+		}
+	}
+	check := func(what string, b []byte, want rfp.Status, timeout time.Duration) {
+		t.Helper()
+		r.send(0, seq, b)
+		if got := r.status(0, seq, timeout); got != want {
+			t.Fatalf("%s: status %v, want %v", what, got, want)
+		}
+		seq++
+	}
+	check("unknown op", request(seq, rfp.Op(99), []byte("k"), nil), rfp.StatusBadRequest, 5*time.Second)
+	check("op zero", request(seq, 0, []byte("k"), nil), rfp.StatusBadRequest, 5*time.Second)
+	if r.w.Layout.Partitions > 1 {
+		var foreign []byte
+		for i := 0; ; i++ {
+			k := []byte(fmt.Sprintf("foreign-%d", i))
+			if rfp.PartitionOf(rfp.KeyHash(k), r.w.Layout.Partitions) != 0 {
+				foreign = k
+				break
+			}
+		}
+		check("key of another partition", request(seq, rfp.OpPut, foreign, []byte("x")), rfp.StatusBadRequest, 5*time.Second)
+	}
+	bad := request(seq, rfp.OpGet, []byte("k"), nil)
+	binary.LittleEndian.PutUint32(bad[8:], 1<<30) // value length beyond any slot
+	check("impossible lengths", bad, rfp.StatusBadRequest, 5*time.Second)
+	bad = request(seq, rfp.OpGet, []byte("k"), nil)
+	bad[len(bad)-1] ^= 0xff // checksum wrong
+	check("bad checksum", bad, rfp.StatusBadRequest, 5*time.Second)
+	check("empty key", request(seq, rfp.OpGet, nil, nil), rfp.StatusBadKey, 5*time.Second)
+	check("valid get after all that", request(seq, rfp.OpGet, missing, nil), rfp.StatusNotFound, 5*time.Second)
+
+	// A stranger that does not speak the protocol is refused; the server
+	// goes on.
+	ctx := ctxT(t)
+	setup, err := fabric.Dial(ctx, addr, fabric.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := setup.Establish(ctx, []byte("GET / HTTP/1.0")); err == nil {
+		conn.Close()
+		t.Fatal("server accepted a handshake that is not Jakiro's")
+	}
+	check("valid get after a refused stranger", request(seq, rfp.OpGet, missing, nil), rfp.StatusNotFound, 5*time.Second)
+}
