@@ -12,7 +12,7 @@ import (
 // with kv's: they must agree for every key, or EREW breaks.
 func TestClientAndStoreAgreeOnPartitions(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 4, 7, 16} {
-		st, err := kv.New(kv.Config{Partitions: n, Memory: int64(n) << 20})
+		st, err := kv.New(kv.Config{Partitions: n, Memory: int64(n) << 22, MaxValue: 64 << 10})
 		if err != nil {
 			t.Fatal(err)
 		}
