@@ -20,7 +20,13 @@ type Options struct {
 	// Device names the RDMA device (verbs only; default: the one rdma_cm
 	// resolves for the address).
 	Device string
+	// Doorbells is how many doorbells a listener offers its peers (see
+	// Doorbells); 0 for none. Providers without them ignore it.
+	Doorbells int
 }
+
+// MaxDoorbells bounds Options.Doorbells.
+const MaxDoorbells = 256
 
 // WithDefaults fills zero fields.
 func (o Options) WithDefaults() Options {

@@ -21,6 +21,7 @@ func Run(t *testing.T, newAddr func(t *testing.T) string) {
 		{"Concurrent", testConcurrent},
 		{"PeerClose", testPeerClose},
 		{"CrossProcess", testCrossProcess},
+		{"Doorbells", testDoorbells},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newAddr) })

@@ -19,6 +19,7 @@ type conn struct {
 	peer     []byte // the peer's domain, mapped; untrusted contents
 	peerData []byte
 	sock     *net.UnixConn
+	bells    []int // the acceptor's doorbell eventfds (dialer side)
 
 	// mu is held shared by Post and Poll while they touch the mappings,
 	// and exclusively by Close to unmap them.
@@ -52,7 +53,7 @@ type completion struct {
 
 var errBadKind = errors.New("shm: op kind is neither READ nor WRITE")
 
-func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Options) *conn {
+func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Options, bells []int) *conn {
 	n := 1
 	for n < o.QueueDepth {
 		n <<= 1
@@ -62,6 +63,7 @@ func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Opti
 		peer:     peer,
 		peerData: peerData,
 		sock:     sock,
+		bells:    bells,
 		done:     make(chan struct{}),
 		ring:     make([]completion, n),
 		mask:     uint64(n - 1),
@@ -192,9 +194,25 @@ func (c *conn) Close() error {
 		defer c.mu.Unlock()
 		err = unix.Munmap(c.peer)
 		c.peer = nil
+		closeFDs(c.bells)
+		c.bells = nil
 		if derr := c.d.close(); err == nil {
 			err = derr
 		}
 	})
 	return err
+}
+
+// RingBell implements fabric.Ringer: a write to the acceptor's eventfd, so
+// an idle partition blocked in WaitBell wakes at once.
+func (c *conn) RingBell(i int) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if s := c.state.Load(); s != stateOpen {
+		return stateErr(s)
+	}
+	if i < 0 || i >= len(c.bells) {
+		return nil
+	}
+	return fabric.RingEventFD(c.bells[i])
 }

@@ -24,10 +24,11 @@ const maxWaiting = 128
 const handshakeTimeout = 30 * time.Second
 
 type listener struct {
-	path string
-	addr string
-	opts fabric.Options
-	ln   *net.UnixListener
+	path  string
+	addr  string
+	opts  fabric.Options
+	ln    *net.UnixListener
+	bells *fabric.EventBells // nil without Options.Doorbells
 
 	ctx     context.Context // canceled by Close
 	cancel  context.CancelFunc
@@ -80,8 +81,20 @@ func listen(path string, mode os.FileMode, o fabric.Options) (*listener, error) 
 		os.Remove(path)
 		return nil, fmt.Errorf("shm: listener %s is a %T", path, nl)
 	}
+	var bells *fabric.EventBells
+	if o.Doorbells > 0 {
+		if o.Doorbells > fabric.MaxDoorbells {
+			ul.Close()
+			return nil, fmt.Errorf("shm: %d doorbells, at most %d", o.Doorbells, fabric.MaxDoorbells)
+		}
+		if bells, err = fabric.NewEventBells(o.Doorbells); err != nil {
+			ul.Close()
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &listener{
+		bells:   bells,
 		path:    path,
 		addr:    "shm://" + path,
 		opts:    o,
@@ -174,7 +187,7 @@ func (l *listener) handshake(c *net.UnixConn) {
 		c.Close()
 		return
 	}
-	s := &setup{d: d, sock: c, opts: l.opts, acceptor: true, peerData: m.data, peer: peer}
+	s := &setup{d: d, sock: c, opts: l.opts, acceptor: true, peerData: m.data, peer: peer, bells: l.bells.FDs()}
 	select {
 	case l.pending <- s:
 	case <-l.ctx.Done():
@@ -220,6 +233,18 @@ func (l *listener) Close() error {
 			break
 		}
 		os.Remove(l.path)
+		l.bells.Close()
 	})
 	return nil
 }
+
+// WaitBell implements fabric.Doorbells.
+func (l *listener) WaitBell(i int, d time.Duration) (bool, error) {
+	if l.bells == nil {
+		return false, fmt.Errorf("shm: listener has no doorbells")
+	}
+	return l.bells.WaitBell(i, d)
+}
+
+// RingBell implements fabric.Doorbells.
+func (l *listener) RingBell(i int) error { return l.bells.RingBell(i) }

@@ -25,6 +25,7 @@ type setup struct {
 	acceptor bool
 	peerData []byte // acceptor: the dialer's private data
 	peer     []byte // acceptor: the dialer's mapped domain
+	bells    []int  // acceptor: the listener's doorbells, sent with accept
 
 	mu    sync.Mutex
 	state int // setupOpen, setupDone, setupClosed
@@ -61,14 +62,14 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 	stop := bindContext(ctx, s.sock)
 	defer stop()
 	if s.acceptor {
-		if err := sendMsg(s.sock, msgAccept, data, s.d.fd); err != nil {
+		if err := sendMsg(s.sock, msgAccept, data, s.d.fd, s.bells...); err != nil {
 			s.abort()
 			return nil, ctxErr(ctx, fmt.Errorf("shm: send accept: %w", err))
 		}
 		if err := s.finish(ctx, stop); err != nil {
 			return nil, err
 		}
-		return newConn(s.d, s.peer, s.peerData, s.sock, s.opts), nil
+		return newConn(s.d, s.peer, s.peerData, s.sock, s.opts, nil), nil
 	}
 	if err := sendMsg(s.sock, msgHello, data, s.d.fd); err != nil {
 		s.abort()
@@ -96,14 +97,16 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 	}
 	peer, err := mapPeer(m.fd)
 	if err != nil {
+		closeFDs(m.bells)
 		s.abort()
 		return nil, err
 	}
 	s.peer = peer // freed by finish on failure
 	if err := s.finish(ctx, stop); err != nil {
+		closeFDs(m.bells)
 		return nil, err
 	}
-	return newConn(s.d, peer, m.data, s.sock, s.opts), nil
+	return newConn(s.d, peer, m.data, s.sock, s.opts, m.bells), nil
 }
 
 // finish detaches ctx from the socket for good. If ctx fired meanwhile its
@@ -165,4 +168,10 @@ func ctxErr(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%v)", cerr, err)
 	}
 	return err
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
 }

@@ -31,12 +31,15 @@ const (
 )
 
 type message struct {
-	typ  byte
-	data []byte
-	fd   int // -1 if none
+	typ   byte
+	data  []byte
+	fd    int   // -1 if none
+	bells []int // accept: the acceptor's doorbell eventfds
 }
 
-func sendMsg(c *net.UnixConn, typ byte, data []byte, fd int) error {
+// sendMsg sends one message; fd (if >= 0) and then bells travel as
+// SCM_RIGHTS.
+func sendMsg(c *net.UnixConn, typ byte, data []byte, fd int, bells ...int) error {
 	var b [maxMsg]byte
 	binary.LittleEndian.PutUint32(b[0:], wireMagic)
 	b[4] = wireVersion
@@ -45,7 +48,7 @@ func sendMsg(c *net.UnixConn, typ byte, data []byte, fd int) error {
 	n := wireHdr + copy(b[wireHdr:], data)
 	var oob []byte
 	if fd >= 0 {
-		oob = unix.UnixRights(fd)
+		oob = unix.UnixRights(append([]int{fd}, bells...)...)
 	}
 	_, _, err := c.WriteMsgUnix(b[:n], oob, nil)
 	return err
@@ -57,7 +60,7 @@ var errProtocol = errors.New("shm: handshake protocol error")
 // returned (exactly one, on hello/accept) or closed.
 func recvMsg(c *net.UnixConn) (message, error) {
 	var b [maxMsg + 1]byte
-	oob := make([]byte, unix.CmsgSpace(4*4)) // room to see (and close) a few extra fds
+	oob := make([]byte, unix.CmsgSpace(4*(fabric.MaxDoorbells+4))) // room to see (and close) extra fds
 	n, oobn, flags, _, err := c.ReadMsgUnix(b[:], oob)
 	if err != nil {
 		return message{fd: -1}, err
@@ -98,13 +101,27 @@ func recvMsg(c *net.UnixConn) (message, error) {
 	if dl > limit {
 		return fail("%d bytes of private data, limit %d", dl, limit)
 	}
-	if wantFD != (len(fds) == 1) {
+	maxFDs := 0
+	if wantFD {
+		maxFDs = 1
+		if m.typ == msgAccept {
+			maxFDs += fabric.MaxDoorbells
+		}
+	}
+	if wantFD != (len(fds) >= 1) || len(fds) > maxFDs {
 		return fail("message type %d with %d fds", m.typ, len(fds))
+	}
+	for _, bell := range fds[min(1, len(fds)):] {
+		// We will write to these: they must be eventfds, nothing else.
+		if !fabric.IsEventFD(bell) {
+			return fail("doorbell fd is not an eventfd")
+		}
 	}
 	m.data = append([]byte(nil), b[wireHdr:n]...)
 	if wantFD {
 		m.fd = fds[0]
 		unix.CloseOnExec(m.fd)
+		m.bells = fds[1:]
 	}
 	return m, nil
 }

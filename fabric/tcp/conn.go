@@ -19,6 +19,7 @@ type conn struct {
 	s        sock
 	br       *bufio.Reader // owned by the reader goroutine
 	d        *domain
+	bells    *fabric.EventBells // acceptor side: rung by the peer's frameRing
 	peerData []byte
 	depth    int
 
@@ -86,7 +87,7 @@ func ceilPow2(n int) int {
 	return p
 }
 
-func newConn(s sock, d *domain, depth, peerDepth int, peerData []byte) *conn {
+func newConn(s sock, d *domain, depth, peerDepth int, peerData []byte, bells *fabric.EventBells) *conn {
 	peerDepth = max(1, min(peerDepth, maxQueueDepth))
 	c := &conn{
 		s:        s,
@@ -94,6 +95,7 @@ func newConn(s sock, d *domain, depth, peerDepth int, peerData []byte) *conn {
 		out:      outBuf{s: s, buf: make([]byte, 0, bufSize)},
 		d:        d,
 		peerData: peerData,
+		bells:    bells,
 		depth:    depth,
 		ops:      make([]pending, ceilPow2(depth)),
 		nic:      make([]nicResp, ceilPow2(peerDepth)),
@@ -322,4 +324,30 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 	}
 	c.head.Store(h)
 	return n, nil
+}
+
+// RingBell implements fabric.Ringer: a frame the peer's NIC turns into a
+// ring of its listener's doorbell.
+func (c *conn) RingBell(i int) error {
+	if c.closed.Load() {
+		return fabric.ErrClosed
+	}
+	if c.dead.Load() {
+		return c.opErrOrGone()
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var h [reqSize]byte
+	putReq(&h, frameRing, uint32(i), 0, 0)
+	if err := c.out.put(h[:]); err != nil {
+		return err
+	}
+	return c.out.flush()
+}
+
+func (c *conn) opErrOrGone() error {
+	if c.err != nil {
+		return c.err
+	}
+	return fabric.ErrPeerGone
 }

@@ -3,6 +3,7 @@ package tcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 type listener struct {
 	ln     *net.TCPListener
 	o      fabric.Options
+	bells  *fabric.EventBells // nil without Options.Doorbells
 	addr   string
 	ready  chan *setup
 	closed chan struct{}
@@ -31,8 +33,9 @@ type listener struct {
 // a flood of silent clients costs at most this many.
 const maxHandshakes = 1024
 
-func newListener(ln *net.TCPListener, o fabric.Options) *listener {
+func newListener(ln *net.TCPListener, o fabric.Options, bells *fabric.EventBells) *listener {
 	l := &listener{
+		bells:  bells,
 		ln:     ln,
 		o:      o,
 		addr:   "tcp://" + ln.Addr().String(),
@@ -113,7 +116,7 @@ func (l *listener) hello(nc *net.TCPConn) *setup {
 	// From here the application decides how long the dialer waits.
 	_ = nc.SetDeadline(time.Time{})
 	s := newSetup(nc, l.o, false)
-	s.peerData, s.peerDepth = data, depth
+	s.peerData, s.peerDepth, s.bells = data, depth, l.bells
 	return s
 }
 
@@ -143,6 +146,18 @@ func (l *listener) Close() error {
 		}
 		l.hsMu.Unlock()
 		l.wg.Wait()
+		l.bells.Close()
 	})
 	return nil
 }
+
+// WaitBell implements fabric.Doorbells.
+func (l *listener) WaitBell(i int, d time.Duration) (bool, error) {
+	if l.bells == nil {
+		return false, fmt.Errorf("fabric/tcp: listener has no doorbells")
+	}
+	return l.bells.WaitBell(i, d)
+}
+
+// RingBell implements fabric.Doorbells.
+func (l *listener) RingBell(i int) error { return l.bells.RingBell(i) }

@@ -64,6 +64,16 @@ func (c *conn) serve() error {
 			if err := c.serveReq(typ, key, addr, uint64(n)); err != nil {
 				return err
 			}
+		case frameRing:
+			h, err := br.Peek(reqSize)
+			if err != nil {
+				return c.readErr(err)
+			}
+			bell := binary.LittleEndian.Uint32(h[4:])
+			_, _ = br.Discard(reqSize)
+			if bell < fabric.MaxDoorbells {
+				_ = c.bells.RingBell(int(bell)) // nil bells: none offered
+			}
 		case frameResp:
 			h, err := br.Peek(respSize)
 			if err != nil {

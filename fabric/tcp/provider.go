@@ -41,7 +41,18 @@ func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fabric/tcp: %w", err)
 	}
-	return newListener(ln.(*net.TCPListener), o), nil
+	var bells *fabric.EventBells
+	if o.Doorbells > 0 {
+		if o.Doorbells > fabric.MaxDoorbells {
+			ln.Close()
+			return nil, fmt.Errorf("fabric/tcp: %d doorbells, at most %d", o.Doorbells, fabric.MaxDoorbells)
+		}
+		if bells, err = fabric.NewEventBells(o.Doorbells); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	return newListener(ln.(*net.TCPListener), o, bells), nil
 }
 
 // Dial only connects; the hello goes out with Establish, which carries the

@@ -19,8 +19,9 @@ type setup struct {
 	d         *domain
 	o         fabric.Options
 	dialer    bool
-	peerData  []byte // acceptor: the dialer's hello data
-	peerDepth int    // acceptor: the dialer's queue depth
+	peerData  []byte             // acceptor: the dialer's hello data
+	peerDepth int                // acceptor: the dialer's queue depth
+	bells     *fabric.EventBells // acceptor: the listener's doorbells
 
 	mu    sync.Mutex
 	state int // setupOpen, setupDone, setupClosed
@@ -147,7 +148,7 @@ func (s *setup) dial(data []byte) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newConn(sk, s.d, s.o.QueueDepth, int(h.depth), reply), nil
+	return newConn(sk, s.d, s.o.QueueDepth, int(h.depth), reply, nil), nil
 }
 
 func (s *setup) accept(data []byte) (*conn, error) {
@@ -158,7 +159,7 @@ func (s *setup) accept(data []byte) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newConn(sk, s.d, s.o.QueueDepth, s.peerDepth, s.peerData), nil
+	return newConn(sk, s.d, s.o.QueueDepth, s.peerDepth, s.peerData, s.bells), nil
 }
 
 // readHello is the acceptor's side of the hello. A bad hello gets a reply

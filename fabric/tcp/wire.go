@@ -31,6 +31,7 @@ const (
 	frameRead  = 1 // reqSize header
 	frameWrite = 2 // reqSize header + len payload bytes
 	frameResp  = 3 // respSize header (+ len payload bytes for a good READ)
+	frameRing  = 4 // reqSize header, key = doorbell index; no response
 )
 
 // reqSize: type:u8 pad[3] key:u32 addr:u64 len:u32.
