@@ -10,6 +10,7 @@ type Counters struct {
 	ExtraReads uint64 // second READs for values longer than RFS
 	Torn       uint64 // READs that saw a torn slot and were repeated
 	Replied    uint64 // requests answered by a server WRITE
+	Rings      uint64 // doorbell rings to wake a dozing partition
 }
 
 // FabricOpsPerOp is (Writes+Reads)/Ops.
@@ -23,11 +24,11 @@ func (c Counters) FabricOpsPerOp() float64 {
 // Sub is c - o, for measuring an interval.
 func (c Counters) Sub(o Counters) Counters {
 	return Counters{c.Ops - o.Ops, c.Writes - o.Writes, c.Reads - o.Reads, c.NotReady - o.NotReady,
-		c.ExtraReads - o.ExtraReads, c.Torn - o.Torn, c.Replied - o.Replied}
+		c.ExtraReads - o.ExtraReads, c.Torn - o.Torn, c.Replied - o.Replied, c.Rings - o.Rings}
 }
 
 // Add is c + o.
 func (c Counters) Add(o Counters) Counters {
 	return Counters{c.Ops + o.Ops, c.Writes + o.Writes, c.Reads + o.Reads, c.NotReady + o.NotReady,
-		c.ExtraReads + o.ExtraReads, c.Torn + o.Torn, c.Replied + o.Replied}
+		c.ExtraReads + o.ExtraReads, c.Torn + o.Torn, c.Replied + o.Replied, c.Rings + o.Rings}
 }

@@ -48,6 +48,7 @@ type opRec struct {
 	reads     uint8
 	op        Op
 	seq       uint32
+	sent      int64 // when submitted
 	due       int64
 	fetched   int // bytes of the response slot the last READ brought
 }
@@ -86,6 +87,25 @@ type Initiator struct {
 	epoch   time.Time
 	stats   Counters
 	failed  error
+	ringer  fabric.Ringer // nil when the fabric has no doorbells
+	rungAt  []int64       // per partition: last doorbell ring
+}
+
+// RingAfter is how long a request may go unanswered before the client
+// rings its partition's doorbell, in case the partition dozes: long enough
+// that a busy server never sees rings, short enough to bound the wake-up
+// latency of an idle one.
+const RingAfter = 10_000 // ns
+
+// maybeRing rings partition p's doorbell when a request has waited
+// RingAfter and nobody rang it since.
+func (in *Initiator) maybeRing(p int, rec *opRec, now int64) {
+	if in.ringer == nil || now-rec.sent < RingAfter || now-in.rungAt[p] < RingAfter {
+		return
+	}
+	in.rungAt[p] = now
+	in.stats.Rings++
+	in.ringer.RingBell(p)
 }
 
 // NewInitiator sets up the client side on an established connection whose
@@ -111,12 +131,14 @@ func NewInitiator(conn fabric.Conn, local *fabric.Region, w Welcome, cfg Initiat
 		pending: make([]fabric.Op, 0, 2*l.Partitions*l.Slots),
 		comps:   make([]fabric.Completion, 64),
 		hybrid:  NewHybrid(cfg.HybridR, 0),
+		rungAt:  make([]int64, l.Partitions),
 		delay:   NewFetchDelay(cfg.FetchDelayNS),
 		epoch:   time.Now(),
 	}
 	for p := range in.nextSeq {
 		in.nextSeq[p] = 1 // zeroed slots hold sequence 0
 	}
+	in.ringer, _ = conn.(fabric.Ringer)
 	if cfg.RFS == 0 {
 		in.auto = NewAutoRFS(RFSFor(32), l.RespSlot)
 	}
@@ -188,7 +210,8 @@ func (in *Initiator) Submit(p int, op Op, key, value []byte, ttl uint32) (int, e
 	off := l.ReqOff(p, s)
 	n := PutRequest(in.mem[off:off+l.ReqSlot], seq, op, flags, key, value, ttl)
 	rec := &in.ops[idx]
-	*rec = opRec{seq: seq, op: op, firstRead: true, state: opWaiting, due: in.now() + in.delay.NS()}
+	now := in.now()
+	*rec = opRec{seq: seq, op: op, firstRead: true, state: opWaiting, sent: now, due: now + in.delay.NS()}
 	if flags&FlagReply != 0 {
 		ro := l.RespOff(p, s)
 		PoisonResponse(in.mem[ro:], seq)
@@ -238,6 +261,8 @@ func (in *Initiator) Progress(out []Result) (int, error) {
 			off := l.RespOff(p, s)
 			if nout < len(out) && in.tryFinish(idx, in.mem[off:off+l.RespSlot], &out[nout]) {
 				nout++
+			} else if rec.state == opReplyWait {
+				in.maybeRing(p, rec, now)
 			}
 		}
 	}
@@ -293,6 +318,7 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 		if in.cfg.Mode == ModeHybrid {
 			in.hybrid.OnFetch(false)
 		}
+		in.maybeRing(p, rec, now)
 		// Retries back off per request: a server that is slow or dozing
 		// must not cost a flood of READs.
 		gap := in.delay.NS()/4 + 100

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
 )
@@ -166,6 +167,7 @@ type ListenConfig struct {
 // Listener accepts clients and grants each its rings.
 type Listener struct {
 	ln     fabric.Listener
+	bells  fabric.Doorbells // nil when the fabric has none
 	cfg    ListenConfig
 	nextID atomic.Uint32
 }
@@ -178,11 +180,34 @@ func Listen(addr string, cfg ListenConfig) (*Listener, error) {
 	if _, err := NewLayout(cfg.Partitions, cfg.Slots, cfg.MaxValue); err != nil {
 		return nil, err
 	}
-	ln, err := fabric.Listen(addr, cfg.Fabric)
+	fo := cfg.Fabric
+	fo.Doorbells = cfg.Partitions // one per partition, where the fabric has them
+	ln, err := fabric.Listen(addr, fo)
 	if err != nil {
 		return nil, err
 	}
-	return &Listener{ln: ln, cfg: cfg}, nil
+	l := &Listener{ln: ln, cfg: cfg}
+	l.bells, _ = ln.(fabric.Doorbells)
+	return l, nil
+}
+
+// HasDoorbells says whether idle partitions can block in WaitBell; without
+// them they must poll.
+func (l *Listener) HasDoorbells() bool { return l.bells != nil }
+
+// WaitBell blocks until a client rings partition p's doorbell or d passes.
+func (l *Listener) WaitBell(p int, d time.Duration) (bool, error) {
+	if l.bells == nil {
+		return false, errors.New("rfp: fabric has no doorbells")
+	}
+	return l.bells.WaitBell(p, d)
+}
+
+// RingBell wakes partition p's waiter (at shutdown).
+func (l *Listener) RingBell(p int) {
+	if l.bells != nil {
+		l.bells.RingBell(p)
+	}
 }
 
 // Addr is the URL clients dial.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/jakiro-kv/jakiro/kv"
 	"github.com/jakiro-kv/jakiro/rfp"
@@ -60,9 +61,20 @@ func (p *partition) run() {
 			continue
 		}
 		p.dozes++
-		doze(s.cfg.DozeSleep)
+		if s.ln.HasDoorbells() {
+			// Block until a client rings (it does after rfp.RingAfter
+			// without an answer); wake now and then for housekeeping.
+			if rang, _ := s.ln.WaitBell(p.id, bellTimeout); rang {
+				idleSince = 0 // a client is there: spin again
+			}
+			continue
+		}
+		doze(s.cfg.DozeSleep) // no doorbells (verbs): poll, slowly
 	}
 }
+
+// bellTimeout bounds a partition's sleep between doorbells.
+const bellTimeout = 100 * time.Millisecond
 
 func statusOf(st kv.Status) rfp.Status {
 	switch st {

@@ -156,8 +156,11 @@ func (s *Server) Close() error {
 	default:
 	}
 	close(s.stop)
-	err := s.ln.Close()
+	for p := range s.parts {
+		s.ln.RingBell(p) // wake partitions blocked on their doorbells
+	}
 	s.wg.Wait()
+	err := s.ln.Close()
 	s.mu.Lock()
 	for _, sess := range s.sessions {
 		sess.Close()
