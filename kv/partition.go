@@ -1,0 +1,568 @@
+package kv
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+)
+
+// Partition is one EREW shard: an index and a log in one off-heap region.
+// It is NOT safe for concurrent use: exactly one goroutine owns it and
+// makes every call, Stats included. It must not be used after the Store
+// is closed.
+type Partition struct {
+	// Hot fields first.
+	idx      []uint64 // buckets*8 words
+	main     uint64   // number of main buckets
+	log      []byte   // cap + overhang bytes
+	cap      uint64   // log capacity
+	head     uint64   // oldest intact byte (64-bit, never wraps)
+	tail     uint64   // next byte to write
+	headPhys uint64   // head % cap
+	tailPhys uint64   // tail % cap
+	mode     Mode
+	lru      bool
+	maxValue int
+	now      func() uint32
+	hashFn   func([]byte) uint64 // Hash; tests swap in a weak hash
+
+	lruWindow   uint64 // ApproxLRU: re-append hits within this of the head
+	storeLimit  uint64 // store mode: most live bytes a Put may leave
+	maxRecord   uint64
+	spareNext   uint64 // next never-used spare bucket
+	spareFree   uint64 // free list of returned spare buckets, 0 = empty
+	sweepNext   uint64 // tail at which to compact the next chain
+	sweepStride uint64
+	sweepCursor uint64
+
+	// Items that lost their slot in cache mode but are still marked live
+	// and counted: settled (see settle) pendingLen Puts later, once the
+	// prefetch issued for them has brought their header into the cache.
+	pending  [pendingLen]pendingItem
+	npending int
+	ppending int // next entry to settle
+
+	st Stats
+}
+
+const pendingLen = 16
+
+// pendingItem is an item whose slot was taken: superseded by the item at
+// by, or evicted from a full chain (by == noItem).
+type pendingItem struct{ off, by uint64 }
+
+const noItem = ^uint64(0)
+
+// Stats are a partition's counters. Read them from the owner goroutine.
+type Stats struct {
+	Items     uint64 // items stored (live, reachable or not yet found expired)
+	Bytes     uint64 // log bytes those items take, headers included
+	Capacity  uint64 // log capacity in bytes
+	Gets      uint64 // Get calls with a valid key
+	Hits      uint64 // Gets that found the key (StatusOK or StatusTooLarge)
+	Puts      uint64 // Puts that stored an item
+	Deletes   uint64 // Deletes that removed an item
+	Evictions uint64 // live items dropped: overwritten by the log or evicted from a full bucket chain
+	Expired   uint64 // items dropped because their TTL had passed
+}
+
+func newPartition(cfg Config, g geometry, mem []byte) *Partition {
+	idxBytes := g.buckets * bucketBytes
+	p := &Partition{
+		idx:       unsafeWords(mem[:idxBytes]),
+		main:      g.main,
+		log:       mem[idxBytes : idxBytes+g.logCap+g.overhang],
+		cap:       g.logCap,
+		mode:      cfg.Mode,
+		lru:       cfg.ApproxLRU && cfg.Mode == ModeCache,
+		maxValue:  cfg.MaxValue,
+		now:       cfg.Now,
+		hashFn:    Hash,
+		lruWindow: g.logCap / 8,
+		maxRecord: g.maxRecord,
+		spareNext: g.main,
+	}
+	// Store mode keeps one maximum item free for cleaning, plus 1/16 of
+	// the log so that cleaning moves at most ~15 bytes per byte freed.
+	p.storeLimit = g.logCap - g.maxRecord - g.logCap/16
+	// Sweep the whole index once per 16 log rotations, or per 2^46 bytes
+	// for huge logs: either way a dead slot is cleared long before its
+	// 48-bit offset could alias (2^48 bytes).
+	p.sweepStride = max(min(16*g.logCap, 1<<46)/g.main, 1)
+	p.sweepNext = p.sweepStride
+	p.st.Capacity = g.logCap
+	return p
+}
+
+// validKey reports whether 1 <= len(key) <= MaxKeyLen.
+func validKey(key []byte) bool { return uint(len(key)-1) < MaxKeyLen }
+
+// match reports whether the live item at off has this key; it returns the
+// decoded header and the log from the item on.
+func (p *Partition) match(off uint64, key []byte) (item, []byte, bool) {
+	r := p.at(off)
+	it := decode(r)
+	if it.klen != len(key) || string(r[it.hlen:it.hlen+it.klen]) != string(key) {
+		return it, r, false
+	}
+	return it, r, true
+}
+
+// find returns the word index of key's live slot, the item's offset and
+// header and the log from it on; wi < 0 when absent.
+func (p *Partition) find(hash uint64, key []byte) (wi int, off uint64, it item, r []byte) {
+	tag := tagOf(hash)
+	b := p.bucketOf(hash)
+	for {
+		bk := p.bucket(b)
+		for i := 1; i < bucketWords; i++ {
+			s := bk[i]
+			if s>>tagShift != tag {
+				continue
+			}
+			off := p.fullOff(s)
+			if off < p.head {
+				continue // dead: overwritten by the log
+			}
+			if it, r, ok := p.match(off, key); ok {
+				return int(b*bucketWords) + i, off, it, r
+			}
+		}
+		if b = nextOf(bk); b == 0 {
+			return -1, 0, item{}, nil
+		}
+	}
+}
+
+// expired reports whether an item's TTL has passed.
+func (p *Partition) expired(it *item) bool {
+	return it.ttl && p.now() >= it.exp
+}
+
+// remove deletes a found item: clears its slot, marks it gone and
+// compacts its chain.
+func (p *Partition) remove(hash uint64, wi int, off uint64) {
+	p.idx[wi] = 0
+	p.dropItem(off)
+	p.compact(p.bucketOf(hash))
+}
+
+// Get copies key's value into dst. On a hit with len(dst) >= the value's
+// length it returns (length, StatusOK); when the value is longer than dst
+// it copies nothing and returns (length, StatusTooLarge), so the caller can
+// size a buffer. A miss is (0, StatusNotFound), an empty or over-long key
+// (0, StatusBadKey). hash must be Hash(key). It does not allocate.
+func (p *Partition) Get(hash uint64, key, dst []byte) (n int, st Status) {
+	if uint(len(key)-1) >= MaxKeyLen {
+		return 0, StatusBadKey
+	}
+	p.st.Gets++
+	// The lookup is find's, written out: this is the hottest loop.
+	tag := tagOf(hash)
+	tail, window, tphys := p.tail, p.tail-p.head, p.tailPhys
+	b := p.bucketOf(hash)
+	for {
+		bk := p.bucket(b)
+		for i := 1; i < bucketWords; i++ {
+			s := bk[i]
+			if s>>tagShift != tag {
+				continue
+			}
+			age := (tail - s) & offMask
+			if age > window {
+				continue // dead: overwritten by the log
+			}
+			ph := tphys - age
+			if age > tphys {
+				ph += p.cap
+			}
+			r := p.log[ph:]
+			if int(r[1]) != len(key) {
+				continue
+			}
+			x, h := uint32(r[2]), 3
+			if x >= 0x80 {
+				x, h = decodeLong(r)
+			}
+			if x&1 != 0 {
+				h += 4
+			}
+			if !equalKey(r[h:h+len(key)], key) {
+				continue
+			}
+			// Hit.
+			var exp uint32
+			if x&1 != 0 {
+				exp = binary.LittleEndian.Uint32(r[h-4:])
+				if p.now() >= exp {
+					p.st.Expired++
+					p.remove(hash, int(b*bucketWords)+i, tail-age)
+					return 0, StatusNotFound
+				}
+			}
+			p.st.Hits++
+			vlen := int(x >> 1)
+			if vlen > len(dst) {
+				return vlen, StatusTooLarge
+			}
+			v := h + len(key)
+			copy(dst, r[v:v+vlen])
+			if p.lru && window-age < p.lruWindow {
+				p.reappend(hash, int(b*bucketWords)+i, tail-age, key, dst[:vlen], x&1 != 0, exp)
+			}
+			return vlen, StatusOK
+		}
+		if b = nextOf(bk); b == 0 {
+			return 0, StatusNotFound
+		}
+	}
+}
+
+// equalKey reports whether a and b, of equal length, are equal, eight
+// bytes at a time.
+func equalKey(a, b []byte) bool {
+	n := len(a)
+	if n < 8 || len(b) != n {
+		return string(a) == string(b)
+	}
+	for i := 0; i < n-8; i += 8 {
+		if binary.LittleEndian.Uint64(a[i:]) != binary.LittleEndian.Uint64(b[i:]) {
+			return false
+		}
+	}
+	return binary.LittleEndian.Uint64(a[n-8:]) == binary.LittleEndian.Uint64(b[n-8:])
+}
+
+// reappend (ApproxLRU) moves a hit item near the head to the tail. It
+// writes from the caller's key and the value just copied to dst, never
+// from the log, so the source cannot be overwritten while it is copied.
+func (p *Partition) reappend(hash uint64, wi int, off uint64, key, val []byte, ttl bool, exp uint32) {
+	p.dropItem(off)
+	noff := p.appendItem(key, val, ttl, exp)
+	p.idx[wi] = tagOf(hash)<<tagShift | noff&offMask
+	if p.tail >= p.sweepNext {
+		p.sweep()
+	}
+}
+
+// Put stores value under key, replacing any previous value. ttlSeconds 0
+// means no expiry; otherwise the item expires ttlSeconds from now on the
+// partition's clock (always relative: a protocol layer converts memcached's
+// absolute exptimes, see Store.Now). It returns StatusBadKey for an empty
+// or over-long key, StatusTooLarge for a value over Config.MaxValue and, in
+// store mode, StatusNoMemory when the partition is full (the previous
+// value, if any, is then kept). hash must be Hash(key). It does not
+// allocate.
+func (p *Partition) Put(hash uint64, key, value []byte, ttlSeconds uint32) Status {
+	if uint(len(key)-1) >= MaxKeyLen {
+		return StatusBadKey
+	}
+	if len(value) > p.maxValue {
+		return StatusTooLarge
+	}
+	if p.npending == pendingLen {
+		p.settle() // before the scan: settling may change chains
+	}
+	ttl, exp := p.expiry(ttlSeconds)
+	tag := tagOf(hash)
+	b := p.bucketOf(hash)
+	bk := p.bucket(b)
+	if p.mode != ModeCache || nextOf(bk) != 0 {
+		return p.put(hash, key, value, ttl, exp)
+	}
+
+	// The common case, written out: cache mode, a chain of one bucket, and
+	// either one live slot with key's tag (taken as key's, see put) or none
+	// and a free slot.
+	tail, window := p.tail, p.tail-p.head
+	cand, free, matches := 0, 0, 0
+	var candAge uint64
+	for i := 1; i < bucketWords; i++ {
+		s := bk[i]
+		age := (tail - s) & offMask
+		if s == 0 || age > window {
+			if free == 0 {
+				free = i
+			}
+			continue
+		}
+		if s>>tagShift == tag {
+			cand, candAge = i, age
+			matches++
+		}
+	}
+	wi := int(b * bucketWords)
+	switch {
+	case matches == 1:
+		wi += cand
+		p.unslot(tail-candAge, tail)
+	case matches == 0 && free != 0:
+		wi += free
+	default:
+		return p.put(hash, key, value, ttl, exp)
+	}
+	off := p.appendItem(key, value, ttl, exp)
+	p.idx[wi] = tag<<tagShift | off&offMask
+	p.st.Puts++
+	if p.tail >= p.sweepNext {
+		p.sweep()
+	}
+	return StatusOK
+}
+
+// expiry turns a TTL in seconds into an expiry time on the clock.
+func (p *Partition) expiry(ttlSeconds uint32) (bool, uint32) {
+	if ttlSeconds == 0 {
+		return false, 0
+	}
+	now := p.now()
+	exp := now + ttlSeconds
+	if exp < now {
+		exp = math.MaxUint32
+	}
+	return true, exp
+}
+
+// put is Put's general case: store mode, overflow chains, several slots
+// with key's tag, or a full chain.
+func (p *Partition) put(hash uint64, key, value []byte, ttl bool, exp uint32) Status {
+	tag := tagOf(hash)
+
+	// One pass over the chain: the live slots with key's tag (the first
+	// one and how many), the first free (empty or dead) slot, and the
+	// oldest live slot as eviction victim.
+	cand, matches, free, victim := -1, 0, -1, -1
+	var candOff, victimOff uint64
+	b := p.bucketOf(hash)
+	last := b
+	window := p.tail - p.head
+	for {
+		bk := p.bucket(b)
+		for i := 1; i < bucketWords; i++ {
+			s := bk[i]
+			wi := int(b*bucketWords) + i
+			age := (p.tail - s) & offMask
+			if s == 0 || age > window {
+				if free < 0 {
+					free = wi
+				}
+				continue
+			}
+			off := p.tail - age
+			if s>>tagShift == tag {
+				if matches == 0 {
+					cand, candOff = wi, off
+				}
+				matches++
+			}
+			if victim < 0 || off < victimOff {
+				victim, victimOff = wi, off
+			}
+		}
+		last = b
+		if b = nextOf(bk); b == 0 {
+			break
+		}
+	}
+
+	// Which slot is key's? In cache mode a single tag match is taken as the
+	// key without reading the item: if it is another key after all, that
+	// key is evicted, and key cannot also be in the chain (its slot would
+	// match too), so no duplicate arises. Otherwise compare the keys.
+	found := -1
+	var old item
+	verified := false
+	if matches == 1 && p.mode == ModeCache {
+		found = cand
+	} else if matches > 0 {
+		found, candOff, old = p.findIn(p.bucketOf(hash), tag, key)
+		verified = true
+	}
+
+	target := found
+	needSpare := false
+	if found < 0 {
+		switch {
+		case free >= 0:
+			target = free
+		case p.hasSpare():
+			needSpare = true
+		case p.mode == ModeStore:
+			return StatusNoMemory
+		default:
+			target = victim
+		}
+	}
+	size := itemSize(len(key), len(value), ttl)
+	if p.mode == ModeStore {
+		live := p.st.Bytes + size
+		if found >= 0 {
+			live -= old.size()
+		}
+		if live > p.storeLimit {
+			return StatusNoMemory
+		}
+	}
+
+	// Commit.
+	off := p.tail // where appendItem will put the item
+	switch {
+	case found >= 0 && verified:
+		p.dropItem(candOff)
+	case found >= 0:
+		p.unslot(candOff, off)
+	case needSpare:
+		nb := p.allocSpare()
+		p.bucket(last)[0] |= nb
+		target = int(nb*bucketWords) + 1
+	case target == victim:
+		p.unslot(victimOff, noItem)
+	}
+	off = p.appendItem(key, value, ttl, exp)
+	p.idx[target] = tag<<tagShift | off&offMask
+	p.st.Puts++
+	if p.mode == ModeCache && p.tail >= p.sweepNext {
+		p.sweep()
+	}
+	return StatusOK
+}
+
+// findIn is find over chain b with a known tag.
+func (p *Partition) findIn(b, tag uint64, key []byte) (int, uint64, item) {
+	for {
+		bk := p.bucket(b)
+		for i := 1; i < bucketWords; i++ {
+			s := bk[i]
+			if s>>tagShift != tag {
+				continue
+			}
+			off := p.fullOff(s)
+			if off < p.head {
+				continue
+			}
+			if it, _, ok := p.match(off, key); ok {
+				return int(b*bucketWords) + i, off, it
+			}
+		}
+		if b = nextOf(bk); b == 0 {
+			return -1, 0, item{}
+		}
+	}
+}
+
+// Delete removes key. It returns StatusNotFound when the key is absent or
+// already expired, StatusBadKey for an empty or over-long key. hash must be
+// Hash(key).
+func (p *Partition) Delete(hash uint64, key []byte) Status {
+	if !validKey(key) {
+		return StatusBadKey
+	}
+	// A pending item may be waiting for a slot again (see settle): settle
+	// first, so a deleted key cannot come back.
+	p.settleAll()
+	wi, off, it, _ := p.find(hash, key)
+	if wi < 0 {
+		return StatusNotFound
+	}
+	p.remove(hash, wi, off)
+	if p.expired(&it) {
+		p.st.Expired++
+		return StatusNotFound
+	}
+	p.st.Deletes++
+	return StatusOK
+}
+
+// Stats returns the partition's counters. Owner goroutine only.
+func (p *Partition) Stats() Stats {
+	p.settleAll()
+	return p.st
+}
+
+// unslot records that the live item at off lost its slot, to the item at
+// by or to eviction (by == noItem). Marking it gone now would cost a cache
+// miss, so it is prefetched and settled pendingLen Puts later. Put keeps
+// a free entry: it settles one first when the ring is full.
+func (p *Partition) unslot(off, by uint64) {
+	prefetch(uintptr(unsafe.Pointer(&p.log[p.phys(off)])))
+	i := p.ppending + p.npending
+	if i >= pendingLen {
+		i -= pendingLen
+	}
+	p.pending[i] = pendingItem{off, by}
+	p.npending++
+}
+
+// settle settles the oldest pending item. If the head has passed it, the
+// head counted it already (as an eviction). If it was superseded, its key
+// is compared with its successor's: Put takes a chain's only slot with the
+// key's tag without reading the item, so now and then (about once in
+// 65536/load new-key Puts) the slot belonged to another key. That key is
+// then given a slot again, unless it has been put again meanwhile or its
+// chain is full (then it counts as evicted); until then Get misses it.
+func (p *Partition) settle() {
+	e := p.pending[p.ppending]
+	p.ppending++
+	if p.ppending == pendingLen {
+		p.ppending = 0
+	}
+	p.npending--
+	if e.off < p.head {
+		return
+	}
+	r := p.at(e.off)
+	it := decode(r)
+	if e.by == noItem {
+		p.st.Evictions++
+	} else {
+		nr := p.at(e.by)
+		nit := decode(nr)
+		key := r[it.hlen : it.hlen+it.klen]
+		if string(nr[nit.hlen:nit.hlen+nit.klen]) != string(key) {
+			if p.reslot(e.off, key) {
+				return
+			}
+			p.st.Evictions++
+		}
+	}
+	r[0] = markGone
+	p.st.Items--
+	p.st.Bytes -= it.size()
+}
+
+// reslot gives the live item at off, which lost its slot to another key,
+// a slot again. It fails if key has a live slot already or its chain has
+// no free slot and no spare bucket is left.
+func (p *Partition) reslot(off uint64, key []byte) bool {
+	h := p.hashFn(key)
+	b := p.bucketOf(h)
+	if wi, _, _ := p.findIn(b, tagOf(h), key); wi >= 0 {
+		return false
+	}
+	window := p.tail - p.head
+	for {
+		bk := p.bucket(b)
+		for i := 1; i < bucketWords; i++ {
+			if s := bk[i]; s == 0 || (p.tail-s)&offMask > window {
+				bk[i] = tagOf(h)<<tagShift | off&offMask
+				return true
+			}
+		}
+		if nextOf(bk) == 0 {
+			nb := p.allocSpare()
+			if nb == 0 {
+				return false
+			}
+			bk[0] |= nb
+			p.bucket(nb)[1] = tagOf(h)<<tagShift | off&offMask
+			return true
+		}
+		b = nextOf(bk)
+	}
+}
+
+func (p *Partition) settleAll() {
+	for p.npending > 0 {
+		p.settle()
+	}
+}
