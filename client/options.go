@@ -16,7 +16,7 @@ type config struct {
 }
 
 // WithMode picks rfp (default), reply or hybrid.
-func WithMode(m rfp.Mode) Option { return func(c *config) { c.init.Mode = m } }
+func WithMode(m Mode) Option { return func(c *config) { c.init.Mode = m } }
 
 // WithRFS fixes the remote fetch size in bytes; 0 means auto (default).
 func WithRFS(n int) Option { return func(c *config) { c.init.RFS = n } }
