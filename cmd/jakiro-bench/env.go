@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+// env is what every experiment gets: where to write, how long each point
+// runs, and the server to use (started per experiment unless Addr is set).
+type env struct {
+	Ctx        context.Context
+	Out        string
+	Addr       string
+	Duration   time.Duration // per measured point
+	Warmup     time.Duration
+	Keys       int
+	Partitions int
+	Quick      bool // fewer points (smoke tests)
+	M          machineInfo
+	Log        io.Writer
+}
+
+func commonFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "out", Value: "results", Usage: "directory for CSV and PNG files"},
+		&cli.StringFlag{Name: "addr", Usage: "use this running server (fabric URL) instead of starting one"},
+		&cli.DurationFlag{Name: "duration", Value: 1500 * time.Millisecond, Usage: "measured time per point"},
+		&cli.DurationFlag{Name: "warmup", Value: 300 * time.Millisecond, Usage: "unmeasured time before each point"},
+		&cli.IntFlag{Name: "keys", Value: 100000, Usage: "items preloaded (16 B keys)"},
+		&cli.IntFlag{Name: "partitions", Value: 1, Usage: "server partitions (each busy-polls a core)"},
+		&cli.IntFlag{Name: "client-procs", Value: 1, Usage: "GOMAXPROCS of the load generator"},
+		&cli.BoolFlag{Name: "quick", Usage: "fewer points (smoke test)"},
+	}
+}
+
+func newEnv(c *cli.Context) *env {
+	runtime.GOMAXPROCS(c.Int("client-procs"))
+	return &env{Ctx: c.Context, Out: c.String("out"), Addr: c.String("addr"), Duration: c.Duration("duration"),
+		Warmup: c.Duration("warmup"), Keys: c.Int("keys"), Partitions: c.Int("partitions"), Quick: c.Bool("quick"),
+		M: getMachineInfo(), Log: os.Stdout}
+}
+
+func (e *env) logf(format string, args ...any) { fmt.Fprintf(e.Log, format+"\n", args...) }
+
+// server starts a server for an experiment (or uses --addr), preloads ks
+// and calls f with its address.
+func (e *env) server(o serverOpts, ks *keySet, f func(addr string) error) error {
+	addr := e.Addr
+	if o.Partitions == 0 {
+		o.Partitions = e.Partitions
+	}
+	o = o.withDefaults()
+	if addr == "" {
+		p, err := startServer(o)
+		if err != nil {
+			return err
+		}
+		defer p.Stop()
+		addr = p.Addr
+	}
+	if ks != nil {
+		t := time.Now()
+		if err := preload(e.Ctx, addr, ks); err != nil {
+			return fmt.Errorf("preload: %w", err)
+		}
+		e.logf("  preloaded %d items (%s values) in %v", len(ks.keys), fmtMean(ks), time.Since(t).Round(time.Millisecond))
+	}
+	return f(addr)
+}
+
+func fmtMean(ks *keySet) string { return fmt.Sprintf("mean %.1f B", ks.meanSize()) }
+
+// settings are the CSV header lines every loadgen experiment shares.
+func (e *env) settings(o serverOpts, extra ...string) []string {
+	o.Partitions = max(o.Partitions, e.Partitions)
+	o = o.withDefaults()
+	s := []string{"server: " + o.String(), fmt.Sprintf("fabric: %s", fabricOf(e.Addr)),
+		fmt.Sprintf("keys: %d x 16 B", e.Keys), fmt.Sprintf("per point: warmup %v, measured %v", e.Warmup, e.Duration)}
+	return append(s, extra...)
+}
+
+func fabricOf(addr string) string {
+	if addr == "" {
+		return "shm (server in a separate process)"
+	}
+	return addr
+}
+
+// done writes t and reports the files.
+func (e *env) done(t *table, pngs ...string) error {
+	path, err := t.write(e.Out, e.M)
+	if err != nil {
+		return err
+	}
+	e.logf("  wrote %s", path)
+	for _, p := range pngs {
+		e.logf("  wrote %s", p)
+	}
+	return nil
+}
+
+func (e *env) png(name string) string { return filepath.Join(e.Out, name+".png") }

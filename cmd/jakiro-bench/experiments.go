@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+// experiment is one of the paper's figures (or a comparison): it measures,
+// then writes <Name>.csv and <Name>.png into env.Out.
+type experiment struct {
+	Name  string
+	Usage string
+	Run   func(e *env) error
+}
+
+// experiments in the order figures runs them.
+var experiments = []experiment{
+	{"fabric", "raw one-sided READ vs WRITE ops/s by initiator count (paper Fig. 1)", runFabric},
+	{"clients", "throughput vs client connections, rfp vs reply vs hybrid (Fig. 4)", runClients},
+	{"latency", "latency CDF at peak and at 50% load (Fig. 5)", runLatency},
+	{"getratio", "throughput at 5/50/95/100% GET (Fig. 6)", runGetRatio},
+	{"valuesize", "throughput for values of 32 B to 1 KiB (Fig. 7)", runValueSize},
+	{"rfs", "throughput by remote fetch size, including auto (Fig. 8)", runRFS},
+	{"skew", "zipf .99 vs uniform keys by GET ratio (Fig. 9)", runSkew},
+	{"mixed", "Weibo-like sizes 1-899 B, mean 43 B: throughput and round trips per op (Fig. 10)", runMixed},
+	{"compare", "Jakiro (rfp, reply) vs Redis vs memcached on one go-ycsb workload", runCompare},
+}
+
+func experimentCommand(x experiment) *cli.Command {
+	return &cli.Command{
+		Name:  x.Name,
+		Usage: x.Usage,
+		Flags: commonFlags(),
+		Action: func(c *cli.Context) error {
+			e := newEnv(c)
+			t := time.Now()
+			e.logf("== %s: %s", x.Name, x.Usage)
+			err := x.Run(e)
+			e.logf("== %s done in %v", x.Name, time.Since(t).Round(100*time.Millisecond))
+			return err
+		},
+	}
+}
+
+func figuresCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "figures",
+		Usage: "run every experiment, regenerating the CSVs and PNGs in --out",
+		Flags: commonFlags(),
+		Action: func(c *cli.Context) error {
+			e := newEnv(c)
+			start := time.Now()
+			var failed []string
+			for i, x := range experiments {
+				t := time.Now()
+				e.logf("== [%d/%d] %s: %s", i+1, len(experiments), x.Name, x.Usage)
+				if err := x.Run(e); err != nil {
+					// One failing experiment (say, no redis-server) must
+					// not cost the others.
+					e.logf("!! %s failed: %v", x.Name, err)
+					failed = append(failed, x.Name)
+				}
+				e.logf("== %s done in %v (total %v)", x.Name, time.Since(t).Round(100*time.Millisecond),
+					time.Since(start).Round(time.Second))
+				if c.Context.Err() != nil {
+					return c.Context.Err()
+				}
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("failed: %v", failed)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/pingcap/go-ycsb/pkg/generator"
+
+	"github.com/jakiro-kv/jakiro/client"
+	"github.com/jakiro-kv/jakiro/rfp"
+)
+
+// loadSpec is one measurement point of the native load generator: the
+// paper's closed-loop clients, each with its own connection, keeping
+// Window requests in flight through a client.Batch.
+type loadSpec struct {
+	Addr     string
+	Mode     rfp.Mode
+	RFS      int // 0 = auto
+	Clients  int
+	Window   int     // ops per batch; 1 = synchronous ops, each timed
+	GetRatio float64 // fraction of GETs; the rest are PUTs
+	Keys     int
+	Zipf     float64 // 0 = uniform; else YCSB's scrambled zipfian constant
+	Sizes    sizeDist
+	Warmup   time.Duration
+	Duration time.Duration
+	// Rate bounds total ops/s (0 = as fast as possible); clients pace
+	// themselves and latency counts from each op's scheduled start.
+	Rate float64
+}
+
+// loadResult is what one point measured.
+type loadResult struct {
+	Ops      int64
+	Misses   int64 // GETs that found no key (should stay 0: keys are preloaded)
+	Errors   int64
+	Elapsed  time.Duration
+	Mops     float64
+	Lat      *hdr.Histogram // ns per op (a batch's ops share its latency)
+	Counters rfp.Counters
+	RFS      int // the fetch size at the end (auto moves it)
+}
+
+func (r loadResult) RoundTrips() float64 { return r.Counters.FabricOpsPerOp() }
+func (r loadResult) Retries() float64 {
+	if r.Counters.Ops == 0 {
+		return 0
+	}
+	return float64(r.Counters.NotReady) / float64(r.Counters.Ops)
+}
+func (r loadResult) P(q float64) float64 { return float64(r.Lat.ValueAtQuantile(q)) / 1e3 } // µs
+
+// sizeDist gives every key a fixed value size, so GETs see what PUTs wrote.
+type sizeDist struct {
+	Fixed int // every value this size, if > 0
+	// Weibo-like: lognormal sizes clamped to [1, 899] B, mean about 43 B
+	// (the paper's trace: 1–899 B, mean 43 B, very few above 512 B).
+	Mixed bool
+}
+
+func (d sizeDist) String() string {
+	if d.Mixed {
+		return "mixed(1-899B,mean~43B)"
+	}
+	return fmt.Sprintf("%dB", d.Fixed)
+}
+
+// sizes returns each key's value size.
+func (d sizeDist) sizes(keys int) []int {
+	out := make([]int, keys)
+	r := rand.New(rand.NewSource(43))
+	const sigma = 0.85
+	mu := math.Log(43) - sigma*sigma/2
+	for i := range out {
+		if !d.Mixed {
+			out[i] = d.Fixed
+			continue
+		}
+		n := int(math.Round(math.Exp(mu + sigma*r.NormFloat64())))
+		out[i] = min(max(n, 1), 899)
+	}
+	return out
+}
+
+// keyOf is the paper's 16-byte key for item i.
+func keyOf(i int) []byte { return fmt.Appendf(nil, "k%015d", i) }
+
+// keySet is the preloaded keyspace.
+type keySet struct {
+	keys  [][]byte
+	sizes []int
+	value []byte // value bytes; a value of size n is value[:n]
+}
+
+func newKeySet(n int, d sizeDist) *keySet {
+	ks := &keySet{keys: make([][]byte, n), sizes: d.sizes(n)}
+	maxSize := 0
+	for i := range ks.keys {
+		ks.keys[i] = keyOf(i)
+		maxSize = max(maxSize, ks.sizes[i])
+	}
+	ks.value = make([]byte, maxSize)
+	for i := range ks.value {
+		ks.value[i] = byte('a' + i%26)
+	}
+	return ks
+}
+
+func (ks *keySet) meanSize() float64 {
+	s := 0
+	for _, n := range ks.sizes {
+		s += n
+	}
+	return float64(s) / float64(len(ks.sizes))
+}
+
+// preload PUTs every key, pipelined over one client.
+func preload(ctx context.Context, addr string, ks *keySet) error {
+	c, err := client.Dial(ctx, addr, client.WithMode(rfp.ModeRFP))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var b client.Batch
+	for i := 0; i < len(ks.keys); {
+		b.Reset()
+		for ; i < len(ks.keys) && b.Len() < 64; i++ {
+			b.Put(ks.keys[i], ks.value[:ks.sizes[i]], 0)
+		}
+		if err := c.Run(ctx, &b); err != nil {
+			return err
+		}
+		for j := 0; j < b.Len(); j++ {
+			if _, err := b.Result(j); err != nil {
+				return fmt.Errorf("preload: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// runLoad measures one point against a preloaded server.
+func runLoad(ctx context.Context, s loadSpec, ks *keySet) (loadResult, error) {
+	if s.Clients < 1 || s.Window < 1 || s.Duration <= 0 {
+		return loadResult{}, fmt.Errorf("loadgen: clients %d, window %d, duration %v", s.Clients, s.Window, s.Duration)
+	}
+	keys := len(ks.keys)
+	clients := make([]*client.Client, s.Clients)
+	defer func() {
+		for _, c := range clients {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for i := range clients {
+		opts := []client.Option{client.WithMode(s.Mode), client.WithRFS(s.RFS)}
+		if s.Window > 1 {
+			opts = append(opts, client.WithWindow(s.Window))
+		}
+		c, err := client.Dial(ctx, s.Addr, opts...)
+		if err != nil {
+			return loadResult{}, fmt.Errorf("client %d: %w", i, err)
+		}
+		clients[i] = c
+	}
+	type worker struct {
+		ops, misses, errs int64
+		lat               *hdr.Histogram
+		before, after     rfp.Counters
+		err               error
+	}
+	ws := make([]*worker, s.Clients)
+	var wg sync.WaitGroup
+	var measuring, stop atomic.Bool
+	start := time.Now()
+	measureAt := start.Add(s.Warmup)
+	endAt := measureAt.Add(s.Duration)
+	var interval time.Duration // per client, between batches
+	if s.Rate > 0 {
+		interval = time.Duration(float64(time.Second) * float64(s.Clients*s.Window) / s.Rate)
+	}
+	for i, c := range clients {
+		w := &worker{lat: hdr.New(1, int64(10*time.Second), 3)}
+		ws[i] = w
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(seed))
+			var zipf *generator.ScrambledZipfian
+			if s.Zipf > 0 {
+				zipf = generator.NewScrambledZipfian(0, int64(keys-1), s.Zipf)
+			}
+			pick := func() int {
+				if zipf != nil {
+					return int(zipf.Next(r))
+				}
+				return r.Intn(keys)
+			}
+			var b client.Batch
+			var dst []byte
+			measured := false
+			next := time.Now()
+			for !stop.Load() {
+				if !measured && measuring.Load() {
+					measured = true
+					w.before = c.Counters()
+					w.ops, w.misses, w.errs = 0, 0, 0
+					w.lat.Reset()
+				}
+				t0 := time.Now()
+				if interval > 0 {
+					for t0.Before(next) { // pace: spin, yielding, until the scheduled start
+						runtime.Gosched()
+						t0 = time.Now()
+					}
+					t0, next = next, next.Add(interval)
+				}
+				var err error
+				if s.Window == 1 {
+					k := pick()
+					if r.Float64() < s.GetRatio {
+						dst, err = c.GetTo(ctx, ks.keys[k], dst[:0])
+					} else {
+						err = c.Put(ctx, ks.keys[k], ks.value[:ks.sizes[k]], 0)
+					}
+					w.lat.RecordValue(int64(time.Since(t0)))
+					w.ops++
+					switch {
+					case errors.Is(err, client.ErrNotFound):
+						w.misses++
+					case err != nil:
+						w.errs++
+						w.err = err
+						if ctx.Err() != nil || errors.Is(err, client.ErrClosed) {
+							return
+						}
+					}
+					continue
+				}
+				b.Reset()
+				for j := 0; j < s.Window; j++ {
+					k := pick()
+					if r.Float64() < s.GetRatio {
+						b.Get(ks.keys[k])
+					} else {
+						b.Put(ks.keys[k], ks.value[:ks.sizes[k]], 0)
+					}
+				}
+				if err = c.Run(ctx, &b); err != nil {
+					w.err = err
+					w.errs += int64(s.Window)
+					return
+				}
+				w.lat.RecordValues(int64(time.Since(t0)), int64(s.Window))
+				w.ops += int64(s.Window)
+				for j := 0; j < b.Len(); j++ {
+					if _, err := b.Result(j); errors.Is(err, client.ErrNotFound) {
+						w.misses++
+					} else if err != nil {
+						w.errs++
+						w.err = err
+					}
+				}
+			}
+			w.after = c.Counters()
+		}(int64(i)*7919 + time.Now().UnixNano())
+	}
+	// The clock, from here: warm up, measure, stop.
+	timer := func(until time.Time) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Until(until)):
+			return true
+		}
+	}
+	ok := timer(measureAt)
+	measuring.Store(true)
+	if ok {
+		timer(endAt)
+	}
+	stop.Store(true)
+	elapsed := time.Since(measureAt)
+	wg.Wait()
+	res := loadResult{Elapsed: elapsed, Lat: hdr.New(1, int64(10*time.Second), 3)}
+	var firstErr error
+	for _, w := range ws {
+		res.Ops += w.ops
+		res.Misses += w.misses
+		res.Errors += w.errs
+		res.Lat.Merge(w.lat)
+		res.Counters = res.Counters.Add(w.after.Sub(w.before))
+		if firstErr == nil && w.err != nil {
+			firstErr = w.err
+		}
+	}
+	res.Mops = float64(res.Ops) / elapsed.Seconds() / 1e6
+	res.RFS = clients[0].RFS()
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if res.Errors > 0 {
+		return res, fmt.Errorf("loadgen: %d errors, first: %w", res.Errors, firstErr)
+	}
+	return res, nil
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// series is one line (or one bar set) of a figure.
+type series struct {
+	Name string
+	X, Y []float64
+}
+
+func (s *series) add(x, y float64) { s.X, s.Y = append(s.X, x), append(s.Y, y) }
+
+func (s series) xys() plotter.XYs {
+	xy := make(plotter.XYs, len(s.X))
+	for i := range s.X {
+		xy[i].X, xy[i].Y = s.X[i], s.Y[i]
+	}
+	return xy
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+func save(p *plot.Plot, path string) error { return p.Save(7*vg.Inch, 4.5*vg.Inch, path) }
+
+// linePlot draws lines with points; logX for doubling sweeps.
+func linePlot(path, title, xl, yl string, ss []series, logX bool) error {
+	p := newPlot(title, xl, yl)
+	if logX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	p.Y.Min = 0
+	for i, s := range ss {
+		l, pts, err := plotter.NewLinePoints(s.xys())
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		pts.Color = plotutil.Color(i)
+		pts.Shape = plotutil.Shape(i)
+		p.Add(l, pts)
+		p.Legend.Add(s.Name, l, pts)
+	}
+	return save(p, path)
+}
+
+// cdfPlot draws cumulative distributions: X latency (µs), Y probability.
+func cdfPlot(path, title, xl string, ss []series, logX bool) error {
+	p := newPlot(title, xl, "cumulative probability")
+	if logX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	p.Y.Min, p.Y.Max = 0, 1
+	for i, s := range ss {
+		l, err := plotter.NewLine(s.xys())
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		l.Dashes = plotutil.Dashes(i / 3)
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(s.Name, l)
+	}
+	return save(p, path)
+}
+
+// barPlot draws grouped bars: one group per label, one bar per series.
+func barPlot(path, title, yl string, labels []string, ss []series) error {
+	p := newPlot(title, "", yl)
+	w := vg.Points(math.Max(6, 60/float64(len(ss))))
+	for i, s := range ss {
+		b, err := plotter.NewBarChart(plotter.Values(s.Y), w)
+		if err != nil {
+			return err
+		}
+		b.Color = plotutil.Color(i)
+		b.LineStyle.Color = color.Black
+		b.Offset = w * vg.Length(float64(i)-float64(len(ss)-1)/2)
+		p.Add(b)
+		p.Legend.Add(s.Name, b)
+	}
+	p.NominalX(labels...)
+	return save(p, path)
+}
