@@ -14,12 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	"github.com/jakiro-kv/jakiro/server"
 )
 
 // The end-to-end tests run the server, and some clients, as separate
 // processes: this test binary re-executed with JAKIRO_E2E_ROLE set.
 func TestMain(m *testing.M) {
+	fabricbench.ServeChildIfRequested() // the raw-fabric target of BenchmarkGet
 	switch os.Getenv("JAKIRO_E2E_ROLE") {
 	case "server":
 		os.Exit(serverChild())

@@ -3,55 +3,154 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/jakiro-kv/jakiro/client"
+	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	"github.com/jakiro-kv/jakiro/rfp"
 )
 
-// BenchmarkGet: pipelined GETs of 16 B keys / 32 B values, uniform, from
-// one client with window 8 per partition, against a server process.
-// Reports Mops and fabric operations per GET.
+const benchWindow = 8
+
+// BenchmarkGet runs, in one process tree and one after another, on each
+// fabric: the raw fabric round trip (a 32 B WRITE and a 40 B READ back,
+// window 8, no server CPU involved: the fabric work of one GET), then
+// pipelined GETs (16 B keys, 32 B values, uniform) in every mode at the
+// same window against a one-partition server process, and prints each
+// mode's ratio to the raw round trip.
 func BenchmarkGet(b *testing.B) {
 	for _, fab := range e2eFabrics() {
 		b.Run(fab, func(b *testing.B) {
-			srv := startServerB(b, fab)
+			rates := map[string]float64{}
+			b.Run("raw", func(b *testing.B) { rates["raw"] = benchRaw(b, fab) })
+			srv := startServerTB(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1")
 			for _, m := range modes {
-				b.Run(m.String(), func(b *testing.B) { benchGets(b, srv.addr, m) })
+				b.Run(m.String(), func(b *testing.B) { rates[m.String()] = benchGets(b, srv.addr, m) })
+			}
+			if raw := rates["raw"]; raw > 0 {
+				var sb strings.Builder
+				for _, m := range modes {
+					fmt.Fprintf(&sb, " %s/raw=%.2f", m, rates[m.String()]/raw)
+				}
+				b.Logf("%s: raw round trips %.3f M/s;%s", fab, raw, sb.String())
 			}
 		})
 	}
 }
 
-func benchGets(b *testing.B, addr string, m rfp.Mode) {
-	ctx := context.Background()
-	c, err := client.Dial(ctx, addr, client.WithMode(m), client.WithWindow(8))
+// rawAddr is a listen address for the raw target, known before it starts.
+func rawAddr(b *testing.B, fab string) string {
+	switch fab {
+	case "rdma":
+		return "rdma://192.168.77.1:7471"
+	case "tcp":
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		return "tcp://" + l.Addr().String()
+	}
+	return "shm://" + filepath.Join(b.TempDir(), "raw.sock")
+}
+
+// benchRaw measures WRITE+READ round trips per second (in millions).
+func benchRaw(b *testing.B, fab string) float64 {
+	addr := rawAddr(b, fab)
+	tgt, err := fabricbench.StartServer(addr, 1<<16, "-test.run=^$")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
-	const nkeys = 100000
-	keys := make([][]byte, nkeys)
+	defer tgt.Stop()
+	ctx := context.Background()
+	setup, err := fabric.Dial(ctx, addr, fabric.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	conn, err := setup.Establish(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	remote, err := fabric.ParseDesc(conn.PeerData())
+	if err != nil {
+		b.Fatal(err)
+	}
+	local, err := conn.Alloc(1 << 16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ops := make([]fabric.Op, 0, 2*benchWindow)
+	cs := make([]fabric.Completion, 2*benchWindow)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i += benchWindow {
+		ops = ops[:0]
+		for w := 0; w < benchWindow; w++ {
+			off := w * 128
+			ops = append(ops,
+				fabric.Op{Kind: fabric.OpWrite, ID: uint64(2 * w), Local: local, LocalOff: off, Len: 32, Remote: remote, RemoteOff: uint64(off)},
+				fabric.Op{Kind: fabric.OpRead, ID: uint64(2*w + 1), Local: local, LocalOff: off + 64, Len: rfp.RFSFor(32), Remote: remote, RemoteOff: uint64(off + 64)})
+		}
+		if err := conn.Post(ops); err != nil {
+			b.Fatal(err)
+		}
+		for got := 0; got < len(ops); {
+			n, err := conn.Poll(cs[got:len(ops)])
+			if err != nil {
+				b.Fatal(err)
+			}
+			got += n
+		}
+	}
+	el := time.Since(start)
+	rate := float64((b.N+benchWindow-1)/benchWindow*benchWindow) / el.Seconds() / 1e6
+	b.ReportMetric(rate, "Mrt/s")
+	return rate
+}
+
+// loadKeys stores n 16-byte keys with 32-byte values.
+func loadKeys(b *testing.B, c *client.Client, n int) [][]byte {
+	ctx := context.Background()
+	keys := make([][]byte, n)
 	var batch client.Batch
 	val := make([]byte, 32)
 	for i := range keys {
 		keys[i] = []byte(fmt.Sprintf("key%013d", i)) // 16 B
 		batch.Put(keys[i], val, 0)
-		if batch.Len() == 256 || i == nkeys-1 {
+		if batch.Len() == 256 || i == n-1 {
 			if err := c.Run(ctx, &batch); err != nil {
 				b.Fatal(err)
 			}
 			batch.Reset()
 		}
 	}
+	return keys
+}
+
+func benchGets(b *testing.B, addr string, m rfp.Mode) float64 {
+	ctx := context.Background()
+	c, err := client.Dial(ctx, addr, client.WithMode(m), client.WithWindow(benchWindow))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	keys := loadKeys(b, c, scale(100000))
+	var batch client.Batch
 	before := c.Counters()
+	per := benchWindow * c.Partitions()
 	b.ResetTimer()
-	per := 8 * c.Partitions()
 	for i := 0; i < b.N; i += per {
 		batch.Reset()
 		for j := 0; j < per; j++ {
-			batch.Get(keys[(i+j)*7919%nkeys])
+			batch.Get(keys[(i+j)*7919%len(keys)])
 		}
 		if err := c.Run(ctx, &batch); err != nil {
 			b.Fatal(err)
@@ -59,9 +158,44 @@ func benchGets(b *testing.B, addr string, m rfp.Mode) {
 	}
 	b.StopTimer()
 	d := c.Counters().Sub(before)
-	b.ReportMetric(float64(d.Ops)/b.Elapsed().Seconds()/1e6, "Mops")
+	rate := float64(d.Ops) / b.Elapsed().Seconds() / 1e6
+	b.ReportMetric(rate, "Mops")
 	b.ReportMetric(d.FabricOpsPerOp(), "fabricops/op")
 	b.ReportMetric(float64(d.NotReady)/float64(d.Ops), "retries/op")
+	return rate
+}
+
+// BenchmarkLatency: one GET at a time (window 1), each mode; reports the
+// median and 99th percentile from an HdrHistogram.
+func BenchmarkLatency(b *testing.B) {
+	for _, fab := range e2eFabrics() {
+		b.Run(fab, func(b *testing.B) {
+			srv := startServerTB(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1")
+			for _, m := range modes {
+				b.Run(m.String(), func(b *testing.B) {
+					ctx := context.Background()
+					c, err := client.Dial(ctx, srv.addr, client.WithMode(m))
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer c.Close()
+					keys := loadKeys(b, c, 1000)
+					h := hdrhistogram.New(1, int64(time.Second/time.Nanosecond), 3)
+					var dst []byte
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						t0 := time.Now()
+						if dst, err = c.GetTo(ctx, keys[i%len(keys)], dst[:0]); err != nil {
+							b.Fatal(err)
+						}
+						h.RecordValue(int64(time.Since(t0)))
+					}
+					b.ReportMetric(float64(h.ValueAtQuantile(50))/1e3, "p50-µs")
+					b.ReportMetric(float64(h.ValueAtQuantile(99))/1e3, "p99-µs")
+				})
+			}
+		})
+	}
 }
 
 // BenchmarkIdleWakeup: one GET at a time against a server whose partitions
@@ -82,8 +216,10 @@ func BenchmarkIdleWakeup(b *testing.B) {
 			if err := c.Put(ctx, key, make([]byte, 32), 0); err != nil {
 				b.Fatal(err)
 			}
-			var idle, warm time.Duration
+			idle := hdrhistogram.New(1, int64(time.Second), 3)
+			warm := hdrhistogram.New(1, int64(time.Second), 3)
 			var dst []byte
+			rings := c.Counters().Rings
 			for i := 0; i < b.N; i++ {
 				time.Sleep(2 * time.Millisecond) // > the server's 200µs spin
 				t0 := time.Now()
@@ -94,12 +230,13 @@ func BenchmarkIdleWakeup(b *testing.B) {
 				if dst, err = c.GetTo(ctx, key, dst[:0]); err != nil {
 					b.Fatal(err)
 				}
-				idle += t1.Sub(t0)
-				warm += time.Since(t1)
+				idle.RecordValue(int64(t1.Sub(t0)))
+				warm.RecordValue(int64(time.Since(t1)))
 			}
-			b.ReportMetric(float64(idle.Microseconds())/float64(b.N), "idle-µs/get")
-			b.ReportMetric(float64(warm.Microseconds())/float64(b.N), "warm-µs/get")
-			b.ReportMetric(float64(c.Counters().Rings)/float64(b.N), "rings/idle-get")
+			b.ReportMetric(float64(idle.ValueAtQuantile(50))/1e3, "idle-p50-µs")
+			b.ReportMetric(float64(idle.ValueAtQuantile(99))/1e3, "idle-p99-µs")
+			b.ReportMetric(float64(warm.ValueAtQuantile(50))/1e3, "warm-p50-µs")
+			b.ReportMetric(float64(c.Counters().Rings-rings)/float64(b.N), "rings/idle-get")
 		})
 	}
 }
