@@ -52,17 +52,17 @@ func (p *Partition) check() error {
 					continue
 				}
 				r := p.at(off)
-				it := decode(r)
-				if it.mark != markLive {
-					return fmt.Errorf("slot %d/%d points at item at %d marked %d", c, i, off, it.mark)
+				h, klen, _, _ := header(r)
+				if r[0] != markLive {
+					return fmt.Errorf("slot %d/%d points at item at %d marked %d", c, i, off, r[0])
 				}
-				key := r[it.hlen : it.hlen+it.klen]
-				h := p.hashFn(key)
-				if tagOf(h) != s>>tagShift {
-					return fmt.Errorf("slot %d/%d tag %x, key %q has %x", c, i, s>>tagShift, key, tagOf(h))
+				key := r[h : h+klen]
+				kh := p.hashFn(key)
+				if tagOf(kh) != s>>tagShift {
+					return fmt.Errorf("slot %d/%d tag %x, key %q has %x", c, i, s>>tagShift, key, tagOf(kh))
 				}
-				if p.bucketOf(h) != b {
-					return fmt.Errorf("key %q in chain %d, belongs in %d", key, b, p.bucketOf(h))
+				if p.bucketOf(kh) != b {
+					return fmt.Errorf("key %q in chain %d, belongs in %d", key, b, p.bucketOf(kh))
 				}
 				if keys[string(key)] {
 					return fmt.Errorf("key %q has two live slots", key)
@@ -95,23 +95,25 @@ func (p *Partition) check() error {
 	}
 	var items, bytes uint64
 	for off := p.head; off < p.tail; {
-		it := decode(p.at(off))
-		if it.klen == 0 || it.klen > MaxKeyLen || it.vlen > p.maxValue {
-			return fmt.Errorf("garbage item at %d: %+v", off, it)
+		r := p.at(off)
+		h, klen, vlen, _ := header(r)
+		size := uint64(h + klen + vlen)
+		if klen == 0 || klen > MaxKeyLen || vlen > p.maxValue {
+			return fmt.Errorf("garbage item at %d: klen %d vlen %d", off, klen, vlen)
 		}
-		switch it.mark {
+		switch r[0] {
 		case markLive:
 			items++
-			bytes += it.size()
+			bytes += size
 			if !slotOffs[off] {
 				return fmt.Errorf("live item at %d has no slot", off)
 			}
 			delete(slotOffs, off)
 		case markGone:
 		default:
-			return fmt.Errorf("item at %d has mark %d", off, it.mark)
+			return fmt.Errorf("item at %d has mark %d", off, r[0])
 		}
-		off += it.size()
+		off += size
 		if off > p.tail {
 			return fmt.Errorf("item at %d runs past the tail %d", off, p.tail)
 		}

@@ -5,9 +5,6 @@ import (
 	"unsafe"
 )
 
-// prefetchAhead is how far ahead of the log head appendItem prefetches.
-const prefetchAhead = 512
-
 // An item in the log:
 //
 //	[mark u8][keylen u8][uvarint vallen<<1 | ttl][expiry u32 LE, if ttl][key][value]
@@ -15,17 +12,19 @@ const prefetchAhead = 512
 // A value under 64 bytes without a TTL has a 3-byte header. The mark byte
 // is markLive while the item is counted in Stats.Items and Stats.Bytes,
 // which lets the log head account for the items it overwrites without
-// touching the index; markGone once it is not (deleted, expired, moved or
-// superseded).
+// touching the index, and markGone once it is not (deleted, expired,
+// moved, superseded).
 const (
 	markGone = 0
 	markLive = 1
 )
 
+// prefetchAhead is how far ahead of the log head appendItem prefetches.
+const prefetchAhead = 512
+
 // itemSize is the log footprint of an item.
 func itemSize(klen, vlen int, ttl bool) uint64 {
-	x := uint64(vlen) << 1
-	n := uint64(2+klen+vlen) + uvarintLen(x)
+	n := uint64(2+klen+vlen) + uvarintLen(uint64(vlen)<<1)
 	if ttl {
 		n += 4
 	}
@@ -41,30 +40,19 @@ func uvarintLen(x uint64) uint64 {
 	return n
 }
 
-// item is a decoded item header.
-type item struct {
-	mark byte
-	ttl  bool
-	klen int
-	vlen int
-	hlen int // header length: the key starts at hlen
-	exp  uint32
-}
-
-func (it *item) size() uint64 { return uint64(it.hlen + it.klen + it.vlen) }
-
-// decode reads the header at the start of r.
-func decode(r []byte) item {
+// header decodes the header at the start of r: its length (the key starts
+// there), the key and value lengths and whether the item has a TTL (its
+// expiry is then the 4 bytes before the key). The log's overhang keeps
+// every item, and so r, long enough.
+func header(r []byte) (h, klen, vlen int, ttl bool) {
 	x, h := uint32(r[2]), 3
 	if x >= 0x80 {
 		x, h = decodeLong(r)
 	}
-	it := item{mark: r[0], klen: int(r[1]), vlen: int(x >> 1), hlen: h, ttl: x&1 != 0}
-	if it.ttl {
-		it.exp = binary.LittleEndian.Uint32(r[h:])
-		it.hlen += 4
+	if x&1 != 0 {
+		h += 4
 	}
-	return it
+	return h, int(r[1]), int(x >> 1), x&1 != 0
 }
 
 // decodeLong decodes a value length of more than one byte.
@@ -80,8 +68,11 @@ func decodeLong(r []byte) (uint32, int) {
 	return x, 7 // not reached: lengths are below 2^31
 }
 
-// phys maps a live offset (head <= off <= tail) to its position in the
-// arena.
+// expiryOf reads the expiry of an item with a TTL and header length h.
+func expiryOf(r []byte, h int) uint32 { return binary.LittleEndian.Uint32(r[h-4:]) }
+
+// phys maps an offset in the window (head <= off <= tail) to its position
+// in the arena.
 func (p *Partition) phys(off uint64) uint64 {
 	d := p.tail - off
 	if d <= p.tailPhys {
@@ -96,23 +87,23 @@ func (p *Partition) at(off uint64) []byte { return p.log[p.phys(off):] }
 // dropItem marks the live item at off gone and takes it out of the counts.
 func (p *Partition) dropItem(off uint64) {
 	r := p.at(off)
-	it := decode(r)
+	h, klen, vlen, _ := header(r)
 	r[0] = markGone
 	p.st.Items--
-	p.st.Bytes -= it.size()
+	p.st.Bytes -= uint64(h + klen + vlen)
 }
 
 // appendItem makes room for and writes a live item at the tail, counts it
 // and returns its offset. In cache mode making room overwrites the oldest
 // items; in store mode it cleans the head, which the caller has made sure
-// can succeed (see Put).
+// can succeed (see put).
 func (p *Partition) appendItem(key, val []byte, ttl bool, exp uint32) uint64 {
 	size := itemSize(len(key), len(val), ttl)
 	if p.mode == ModeCache {
 		for p.tail+size-p.head > p.cap {
 			p.evictHead()
 		}
-		// The head moves through the arena sequentially, and the tail
+		// The head moves through the arena sequentially, with the tail
 		// right behind it: fetch the lines it reaches next.
 		if ahead := p.headPhys + prefetchAhead; ahead < uint64(len(p.log)) {
 			prefetch(uintptr(unsafe.Pointer(&p.log[ahead])))
@@ -166,15 +157,16 @@ func (p *Partition) advanceHead(n uint64) {
 	}
 }
 
-// evictHead (cache mode) drops the oldest item. Its slot, if any, is now
-// dead: its offset is before the head.
+// evictHead (cache mode) drops the oldest item. Its slot, if it still has
+// one, is now dead: the slot's offset is before the head.
 func (p *Partition) evictHead() {
-	it := decode(p.log[p.headPhys:])
-	size := it.size()
-	if it.mark == markLive {
+	r := p.log[p.headPhys:]
+	h, klen, vlen, ttl := header(r)
+	size := uint64(h + klen + vlen)
+	if r[0] == markLive {
 		p.st.Items--
 		p.st.Bytes -= size
-		if it.ttl && p.now() >= it.exp {
+		if ttl && p.now() >= expiryOf(r, h) {
 			p.st.Expired++
 		} else {
 			p.st.Evictions++
@@ -188,19 +180,19 @@ func (p *Partition) evictHead() {
 // at least one maximum item free, so the move always fits.
 func (p *Partition) cleanHead() {
 	r := p.log[p.headPhys:]
-	it := decode(r)
-	size := it.size()
-	if it.mark == markLive {
-		key := r[it.hlen : it.hlen+it.klen]
-		h := p.hashFn(key)
-		wi := p.slotOf(h, p.head)
+	h, klen, vlen, ttl := header(r)
+	size := uint64(h + klen + vlen)
+	if r[0] == markLive {
+		key := r[h : h+klen]
+		hash := p.hashFn(key)
+		wi := p.slotOf(hash, p.head)
 		switch {
 		case wi < 0:
 			// No slot points here: only possible if a caller passed a hash
 			// other than Hash(key). The item is unreachable; drop it.
 			p.st.Items--
 			p.st.Bytes -= size
-		case it.ttl && p.now() >= it.exp:
+		case ttl && p.now() >= expiryOf(r, h):
 			// Clear the slot but do not compact: the Put that is making
 			// room holds a slot position in some chain.
 			p.idx[wi] = 0
@@ -211,7 +203,7 @@ func (p *Partition) cleanHead() {
 			off := p.tail
 			copy(p.log[p.tailPhys:p.tailPhys+size], r[:size])
 			p.advanceTail(size)
-			p.idx[wi] = tagOf(h)<<tagShift | off&offMask
+			p.idx[wi] = tagOf(hash)<<tagShift | off&offMask
 		}
 	}
 	p.advanceHead(size)

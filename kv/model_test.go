@@ -110,12 +110,16 @@ func (r *modelRun) held(key []byte) (entry, bool) {
 
 // peek looks the key up without side effects.
 func (r *modelRun) peek(key []byte) ([]byte, bool) {
-	wi, _, it, rec := r.p.find(r.hash(key), key)
-	if wi < 0 || r.p.expired(&it) {
+	wi, off := r.p.find(r.hash(key), key)
+	if wi < 0 {
 		return nil, false
 	}
-	v := it.hlen + it.klen
-	return rec[v : v+it.vlen], true
+	rec := r.p.at(off)
+	h, klen, vlen, ttl := header(rec)
+	if ttl && r.clock >= expiryOf(rec, h) {
+		return nil, false
+	}
+	return rec[h+klen : h+klen+vlen], true
 }
 
 func (r *modelRun) after() {
@@ -164,8 +168,9 @@ func (r *modelRun) put(key, val []byte, ttl uint32) {
 		}
 		size := itemSize(len(key), len(val), ttl != 0)
 		old := uint64(0)
-		if wi, _, it, _ := r.p.find(r.hash(key), key); wi >= 0 {
-			old = it.size()
+		if wi, off := r.p.find(r.hash(key), key); wi >= 0 {
+			h, klen, vlen, _ := header(r.p.at(off))
+			old = uint64(h + klen + vlen)
 		}
 		if before.Bytes+size-old <= r.p.storeLimit && r.p.hasSpare() {
 			r.fail("no memory with %d live bytes + %d - %d <= limit %d and spares left", before.Bytes, size, old, r.p.storeLimit)

@@ -36,33 +36,33 @@ type Partition struct {
 	sweepCursor uint64
 
 	// Items that lost their slot in cache mode but are still marked live
-	// and counted: settled (see settle) pendingLen Puts later, once the
-	// prefetch issued for them has brought their header into the cache.
+	// and counted, settled pendingLen Puts later (see unslot and settle).
 	pending  [pendingLen]pendingItem
 	npending int
-	ppending int // next entry to settle
+	ppending int // oldest entry
 
 	st Stats
 }
 
+// pendingLen is how many Puts an unslotted item waits for its prefetch.
 const pendingLen = 16
 
-// pendingItem is an item whose slot was taken: superseded by the item at
-// by, or evicted from a full chain (by == noItem).
+// pendingItem is an item whose slot was taken: by the item at by, which
+// superseded it, or by eviction from a full chain (by == noItem).
 type pendingItem struct{ off, by uint64 }
 
 const noItem = ^uint64(0)
 
 // Stats are a partition's counters. Read them from the owner goroutine.
 type Stats struct {
-	Items     uint64 // items stored (live, reachable or not yet found expired)
+	Items     uint64 // items stored (including expired ones not yet noticed)
 	Bytes     uint64 // log bytes those items take, headers included
 	Capacity  uint64 // log capacity in bytes
 	Gets      uint64 // Get calls with a valid key
 	Hits      uint64 // Gets that found the key (StatusOK or StatusTooLarge)
 	Puts      uint64 // Puts that stored an item
 	Deletes   uint64 // Deletes that removed an item
-	Evictions uint64 // live items dropped: overwritten by the log or evicted from a full bucket chain
+	Evictions uint64 // items dropped to make room: overwritten by the log or evicted from a full bucket chain
 	Expired   uint64 // items dropped because their TTL had passed
 }
 
@@ -97,22 +97,23 @@ func newPartition(cfg Config, g geometry, mem []byte) *Partition {
 // validKey reports whether 1 <= len(key) <= MaxKeyLen.
 func validKey(key []byte) bool { return uint(len(key)-1) < MaxKeyLen }
 
-// match reports whether the live item at off has this key; it returns the
-// decoded header and the log from the item on.
-func (p *Partition) match(off uint64, key []byte) (item, []byte, bool) {
-	r := p.at(off)
-	it := decode(r)
-	if it.klen != len(key) || string(r[it.hlen:it.hlen+it.klen]) != string(key) {
-		return it, r, false
+// equalKey reports whether a and b are equal, eight bytes at a time.
+func equalKey(a, b []byte) bool {
+	n := len(a)
+	if n < 8 || len(b) != n {
+		return string(a) == string(b)
 	}
-	return it, r, true
+	for i := 0; i < n-8; i += 8 {
+		if binary.LittleEndian.Uint64(a[i:]) != binary.LittleEndian.Uint64(b[i:]) {
+			return false
+		}
+	}
+	return binary.LittleEndian.Uint64(a[n-8:]) == binary.LittleEndian.Uint64(b[n-8:])
 }
 
-// find returns the word index of key's live slot, the item's offset and
-// header and the log from it on; wi < 0 when absent.
-func (p *Partition) find(hash uint64, key []byte) (wi int, off uint64, it item, r []byte) {
-	tag := tagOf(hash)
-	b := p.bucketOf(hash)
+// findIn returns the word index of key's live slot in chain b and the
+// item's offset, or wi < 0.
+func (p *Partition) findIn(b, tag uint64, key []byte) (wi int, off uint64) {
 	for {
 		bk := p.bucket(b)
 		for i := 1; i < bucketWords; i++ {
@@ -124,19 +125,20 @@ func (p *Partition) find(hash uint64, key []byte) (wi int, off uint64, it item, 
 			if off < p.head {
 				continue // dead: overwritten by the log
 			}
-			if it, r, ok := p.match(off, key); ok {
-				return int(b*bucketWords) + i, off, it, r
+			r := p.at(off)
+			if h, klen, _, _ := header(r); klen == len(key) && equalKey(r[h:h+klen], key) {
+				return int(b*bucketWords) + i, off
 			}
 		}
 		if b = nextOf(bk); b == 0 {
-			return -1, 0, item{}, nil
+			return -1, 0
 		}
 	}
 }
 
-// expired reports whether an item's TTL has passed.
-func (p *Partition) expired(it *item) bool {
-	return it.ttl && p.now() >= it.exp
+// find is findIn over key's chain.
+func (p *Partition) find(hash uint64, key []byte) (wi int, off uint64) {
+	return p.findIn(p.bucketOf(hash), tagOf(hash), key)
 }
 
 // remove deletes a found item: clears its slot, marks it gone and
@@ -157,7 +159,7 @@ func (p *Partition) Get(hash uint64, key, dst []byte) (n int, st Status) {
 		return 0, StatusBadKey
 	}
 	p.st.Gets++
-	// The lookup is find's, written out: this is the hottest loop.
+	// find, written out: this is the hottest loop.
 	tag := tagOf(hash)
 	tail, window, tphys := p.tail, p.tail-p.head, p.tailPhys
 	b := p.bucketOf(hash)
@@ -177,23 +179,13 @@ func (p *Partition) Get(hash uint64, key, dst []byte) (n int, st Status) {
 				ph += p.cap
 			}
 			r := p.log[ph:]
-			if int(r[1]) != len(key) {
+			h, klen, vlen, ttl := header(r)
+			if klen != len(key) || !equalKey(r[h:h+klen], key) {
 				continue
 			}
-			x, h := uint32(r[2]), 3
-			if x >= 0x80 {
-				x, h = decodeLong(r)
-			}
-			if x&1 != 0 {
-				h += 4
-			}
-			if !equalKey(r[h:h+len(key)], key) {
-				continue
-			}
-			// Hit.
 			var exp uint32
-			if x&1 != 0 {
-				exp = binary.LittleEndian.Uint32(r[h-4:])
+			if ttl {
+				exp = expiryOf(r, h)
 				if p.now() >= exp {
 					p.st.Expired++
 					p.remove(hash, int(b*bucketWords)+i, tail-age)
@@ -201,14 +193,13 @@ func (p *Partition) Get(hash uint64, key, dst []byte) (n int, st Status) {
 				}
 			}
 			p.st.Hits++
-			vlen := int(x >> 1)
 			if vlen > len(dst) {
 				return vlen, StatusTooLarge
 			}
-			v := h + len(key)
+			v := h + klen
 			copy(dst, r[v:v+vlen])
 			if p.lru && window-age < p.lruWindow {
-				p.reappend(hash, int(b*bucketWords)+i, tail-age, key, dst[:vlen], x&1 != 0, exp)
+				p.reappend(hash, int(b*bucketWords)+i, tail-age, key, dst[:vlen], ttl, exp)
 			}
 			return vlen, StatusOK
 		}
@@ -216,21 +207,6 @@ func (p *Partition) Get(hash uint64, key, dst []byte) (n int, st Status) {
 			return 0, StatusNotFound
 		}
 	}
-}
-
-// equalKey reports whether a and b, of equal length, are equal, eight
-// bytes at a time.
-func equalKey(a, b []byte) bool {
-	n := len(a)
-	if n < 8 || len(b) != n {
-		return string(a) == string(b)
-	}
-	for i := 0; i < n-8; i += 8 {
-		if binary.LittleEndian.Uint64(a[i:]) != binary.LittleEndian.Uint64(b[i:]) {
-			return false
-		}
-	}
-	return binary.LittleEndian.Uint64(a[n-8:]) == binary.LittleEndian.Uint64(b[n-8:])
 }
 
 // reappend (ApproxLRU) moves a hit item near the head to the tail. It
@@ -264,7 +240,6 @@ func (p *Partition) Put(hash uint64, key, value []byte, ttlSeconds uint32) Statu
 		p.settle() // before the scan: settling may change chains
 	}
 	ttl, exp := p.expiry(ttlSeconds)
-	tag := tagOf(hash)
 	b := p.bucketOf(hash)
 	bk := p.bucket(b)
 	if p.mode != ModeCache || nextOf(bk) != 0 {
@@ -274,6 +249,7 @@ func (p *Partition) Put(hash uint64, key, value []byte, ttlSeconds uint32) Statu
 	// The common case, written out: cache mode, a chain of one bucket, and
 	// either one live slot with key's tag (taken as key's, see put) or none
 	// and a free slot.
+	tag := tagOf(hash)
 	tail, window := p.tail, p.tail-p.head
 	cand, free, matches := 0, 0, 0
 	var candAge uint64
@@ -323,14 +299,14 @@ func (p *Partition) expiry(ttlSeconds uint32) (bool, uint32) {
 	return true, exp
 }
 
-// put is Put's general case: store mode, overflow chains, several slots
-// with key's tag, or a full chain.
+// put is Put's general case: store mode, overflow chains, several live
+// slots with key's tag, or a full bucket.
 func (p *Partition) put(hash uint64, key, value []byte, ttl bool, exp uint32) Status {
 	tag := tagOf(hash)
 
 	// One pass over the chain: the live slots with key's tag (the first
-	// one and how many), the first free (empty or dead) slot, and the
-	// oldest live slot as eviction victim.
+	// one and how many), the first free (empty or dead) slot, the oldest
+	// live slot as eviction victim, and the chain's last bucket.
 	cand, matches, free, victim := -1, 0, -1, -1
 	var candOff, victimOff uint64
 	b := p.bucketOf(hash)
@@ -365,17 +341,18 @@ func (p *Partition) put(hash uint64, key, value []byte, ttl bool, exp uint32) St
 		}
 	}
 
-	// Which slot is key's? In cache mode a single tag match is taken as the
-	// key without reading the item: if it is another key after all, that
-	// key is evicted, and key cannot also be in the chain (its slot would
-	// match too), so no duplicate arises. Otherwise compare the keys.
+	// Which slot is key's? In cache mode the only live slot with key's tag
+	// is taken as key's without reading its item, which would cost a cache
+	// miss: key cannot be elsewhere in the chain (its slot would have the
+	// tag too), so no duplicate can arise, and if the slot was another
+	// key's, settle finds out and gives that key a slot again. Otherwise
+	// the keys are compared.
 	found := -1
-	var old item
 	verified := false
 	if matches == 1 && p.mode == ModeCache {
 		found = cand
 	} else if matches > 0 {
-		found, candOff, old = p.findIn(p.bucketOf(hash), tag, key)
+		found, candOff = p.findIn(p.bucketOf(hash), tag, key)
 		verified = true
 	}
 
@@ -393,11 +370,11 @@ func (p *Partition) put(hash uint64, key, value []byte, ttl bool, exp uint32) St
 			target = victim
 		}
 	}
-	size := itemSize(len(key), len(value), ttl)
 	if p.mode == ModeStore {
-		live := p.st.Bytes + size
+		live := p.st.Bytes + itemSize(len(key), len(value), ttl)
 		if found >= 0 {
-			live -= old.size()
+			h, klen, vlen, _ := header(p.at(candOff))
+			live -= uint64(h + klen + vlen)
 		}
 		if live > p.storeLimit {
 			return StatusNoMemory
@@ -405,12 +382,11 @@ func (p *Partition) put(hash uint64, key, value []byte, ttl bool, exp uint32) St
 	}
 
 	// Commit.
-	off := p.tail // where appendItem will put the item
 	switch {
 	case found >= 0 && verified:
 		p.dropItem(candOff)
 	case found >= 0:
-		p.unslot(candOff, off)
+		p.unslot(candOff, p.tail) // cache mode: appendItem writes at the tail
 	case needSpare:
 		nb := p.allocSpare()
 		p.bucket(last)[0] |= nb
@@ -418,36 +394,13 @@ func (p *Partition) put(hash uint64, key, value []byte, ttl bool, exp uint32) St
 	case target == victim:
 		p.unslot(victimOff, noItem)
 	}
-	off = p.appendItem(key, value, ttl, exp)
+	off := p.appendItem(key, value, ttl, exp)
 	p.idx[target] = tag<<tagShift | off&offMask
 	p.st.Puts++
 	if p.mode == ModeCache && p.tail >= p.sweepNext {
 		p.sweep()
 	}
 	return StatusOK
-}
-
-// findIn is find over chain b with a known tag.
-func (p *Partition) findIn(b, tag uint64, key []byte) (int, uint64, item) {
-	for {
-		bk := p.bucket(b)
-		for i := 1; i < bucketWords; i++ {
-			s := bk[i]
-			if s>>tagShift != tag {
-				continue
-			}
-			off := p.fullOff(s)
-			if off < p.head {
-				continue
-			}
-			if it, _, ok := p.match(off, key); ok {
-				return int(b*bucketWords) + i, off, it
-			}
-		}
-		if b = nextOf(bk); b == 0 {
-			return -1, 0, item{}
-		}
-	}
 }
 
 // Delete removes key. It returns StatusNotFound when the key is absent or
@@ -457,15 +410,18 @@ func (p *Partition) Delete(hash uint64, key []byte) Status {
 	if !validKey(key) {
 		return StatusBadKey
 	}
-	// A pending item may be waiting for a slot again (see settle): settle
-	// first, so a deleted key cannot come back.
+	// A pending item may be about to get its slot back (see settle):
+	// settle first, so that a deleted key cannot come back.
 	p.settleAll()
-	wi, off, it, _ := p.find(hash, key)
+	wi, off := p.find(hash, key)
 	if wi < 0 {
 		return StatusNotFound
 	}
+	r := p.at(off)
+	h, _, _, ttl := header(r)
+	expired := ttl && p.now() >= expiryOf(r, h)
 	p.remove(hash, wi, off)
-	if p.expired(&it) {
+	if expired {
 		p.st.Expired++
 		return StatusNotFound
 	}
@@ -479,10 +435,11 @@ func (p *Partition) Stats() Stats {
 	return p.st
 }
 
-// unslot records that the live item at off lost its slot, to the item at
-// by or to eviction (by == noItem). Marking it gone now would cost a cache
-// miss, so it is prefetched and settled pendingLen Puts later. Put keeps
-// a free entry: it settles one first when the ring is full.
+// unslot records that the live item at off lost its slot, to the item
+// about to be written at by or to eviction (by == noItem). Marking it gone
+// now would cost a cache miss on a random line, so it is prefetched and
+// settled pendingLen Puts later, when the line has arrived. Put keeps an
+// entry free: it settles one first when the ring is full.
 func (p *Partition) unslot(off, by uint64) {
 	prefetch(uintptr(unsafe.Pointer(&p.log[p.phys(off)])))
 	i := p.ppending + p.npending
@@ -493,13 +450,14 @@ func (p *Partition) unslot(off, by uint64) {
 	p.npending++
 }
 
-// settle settles the oldest pending item. If the head has passed it, the
-// head counted it already (as an eviction). If it was superseded, its key
-// is compared with its successor's: Put takes a chain's only slot with the
-// key's tag without reading the item, so now and then (about once in
-// 65536/load new-key Puts) the slot belonged to another key. That key is
-// then given a slot again, unless it has been put again meanwhile or its
-// chain is full (then it counts as evicted); until then Get misses it.
+// settle settles the oldest pending item: marks it gone and takes it out
+// of the counts. If the head has passed it, the head has counted it
+// already (as an eviction). If it was superseded, its key is compared
+// with its successor's: Put takes a chain's only slot with the key's tag
+// without reading the item, so now and then (about once in 65536/load
+// Puts of a new key) the slot was another key's. That key then gets a
+// slot again, unless it has been put again meanwhile or its chain is full
+// (then it counts as evicted); until then, Get misses it.
 func (p *Partition) settle() {
 	e := p.pending[p.ppending]
 	p.ppending++
@@ -511,14 +469,14 @@ func (p *Partition) settle() {
 		return
 	}
 	r := p.at(e.off)
-	it := decode(r)
+	h, klen, vlen, _ := header(r)
 	if e.by == noItem {
 		p.st.Evictions++
 	} else {
 		nr := p.at(e.by)
-		nit := decode(nr)
-		key := r[it.hlen : it.hlen+it.klen]
-		if string(nr[nit.hlen:nit.hlen+nit.klen]) != string(key) {
+		nh, nklen, _, _ := header(nr)
+		key := r[h : h+klen]
+		if nklen != klen || !equalKey(nr[nh:nh+klen], key) {
 			if p.reslot(e.off, key) {
 				return
 			}
@@ -527,24 +485,25 @@ func (p *Partition) settle() {
 	}
 	r[0] = markGone
 	p.st.Items--
-	p.st.Bytes -= it.size()
+	p.st.Bytes -= uint64(h + klen + vlen)
 }
 
 // reslot gives the live item at off, which lost its slot to another key,
-// a slot again. It fails if key has a live slot already or its chain has
+// a slot again. It fails if key has a live slot already, or its chain has
 // no free slot and no spare bucket is left.
 func (p *Partition) reslot(off uint64, key []byte) bool {
-	h := p.hashFn(key)
-	b := p.bucketOf(h)
-	if wi, _, _ := p.findIn(b, tagOf(h), key); wi >= 0 {
+	hash := p.hashFn(key)
+	b := p.bucketOf(hash)
+	if wi, _ := p.findIn(b, tagOf(hash), key); wi >= 0 {
 		return false
 	}
+	slot := tagOf(hash)<<tagShift | off&offMask
 	window := p.tail - p.head
 	for {
 		bk := p.bucket(b)
 		for i := 1; i < bucketWords; i++ {
 			if s := bk[i]; s == 0 || (p.tail-s)&offMask > window {
-				bk[i] = tagOf(h)<<tagShift | off&offMask
+				bk[i] = slot
 				return true
 			}
 		}
@@ -554,7 +513,7 @@ func (p *Partition) reslot(off uint64, key []byte) bool {
 				return false
 			}
 			bk[0] |= nb
-			p.bucket(nb)[1] = tagOf(h)<<tagShift | off&offMask
+			p.bucket(nb)[1] = slot
 			return true
 		}
 		b = nextOf(bk)
