@@ -29,7 +29,7 @@ test-unit:
 # RDMA: verbs conformance suite, the RFP end-to-end tests over rdma:// (all
 # three modes) and a short benchmark, inside a VM with rxe0.
 test-rdma:
-	RDMA_TEST_PKGS="./fabric/verbs ./server" RDMA_BENCH_PKGS="./fabric/verbs ./server" \
+	RDMA_TEST_PKGS="./fabric/verbs ./server" RDMA_BENCH_PKGS="./fabric/verbs ./server" RDMA_BENCHTIME=2000x \
 	JAKIRO_E2E_RDMA=1 scripts/rxe-vm/test-rdma.sh
 	$(GO) vet -tags rdma ./fabric/verbs ./fabric/providers
 

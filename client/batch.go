@@ -10,7 +10,8 @@ import (
 // out as ring slots free up on every partition, and results are fetched
 // as they become ready. Reuse a Batch with Reset to avoid allocations.
 type Batch struct {
-	ops []batchOp
+	ops      []batchOp
+	inflight []int // indices submitted and not done, during Run
 }
 
 type batchOp struct {
@@ -68,8 +69,10 @@ func (c *Client) Run(ctx context.Context, b *Batch) error {
 		o := &b.ops[i]
 		if o.err = c.check(o.key, o.value); o.err != nil {
 			o.c.done = true
+			done++
 		}
 	}
+	b.inflight = b.inflight[:0]
 	for done < len(b.ops) {
 		for next < len(b.ops) {
 			o := &b.ops[next]
@@ -86,30 +89,30 @@ func (c *Client) Run(ctx context.Context, b *Batch) error {
 				return err
 			}
 			c.slotCall[slot] = &o.c
+			b.inflight = append(b.inflight, next)
 			next++
 		}
 		if err := c.progressLocked(); err != nil {
 			return err
 		}
-		done = 0
-		for i := range b.ops[:next] {
+		// Only what is in flight can have finished: scan that, not the batch.
+		kept := b.inflight[:0]
+		for _, i := range b.inflight {
 			if b.ops[i].c.done {
 				done++
+			} else {
+				kept = append(kept, i)
 			}
 		}
-		for i := next; i < len(b.ops); i++ {
-			if b.ops[i].c.done {
-				done++
-			}
-		}
+		b.inflight = kept
 		if done == len(b.ops) {
 			break
 		}
 		if err := c.wait(ctx, &spins); err != nil {
-			for i, x := range c.slotCall {
-				for j := range b.ops {
-					if x == &b.ops[j].c {
-						c.slotCall[i] = nil
+			for _, i := range b.inflight {
+				for s, x := range c.slotCall {
+					if x == &b.ops[i].c {
+						c.slotCall[s] = nil
 					}
 				}
 			}

@@ -125,7 +125,9 @@ func (c *Client) wait(ctx context.Context, spins *int) error {
 		}
 	}
 	c.mu.Unlock()
-	runtime.Gosched()
+	if *spins&15 == 0 {
+		runtime.Gosched() // let goroutines sharing the core run; spin otherwise
+	}
 	c.mu.Lock()
 	return nil
 }

@@ -3,17 +3,20 @@ package rfp
 // FetchDelay is how long a client waits after sending a request before its
 // first fetch READ. Reading too early costs a wasted READ (a round trip);
 // too late costs latency. It adapts AIMD-style towards about one not-ready
-// first READ in 256: a miss adds 1/16, a hit removes 1/4096. Fixed delays
-// (including zero) are allowed. A pure state machine over nanoseconds.
+// first READ in 128: a miss adds 1/16, a hit removes 1/2048. Misses come in
+// bursts (a stalled server misses every request in flight), so it grows at
+// most once per generation: a miss of a request sent before the last
+// increase says nothing new. Fixed delays (including zero) are allowed. A
+// pure state machine over nanoseconds.
 type FetchDelay struct {
-	ns    int64 // scaled by 1<<12 so small delays still shrink
-	fixed bool
+	ns     int64 // scaled by 1<<delayShift so small delays still shrink
+	fixed  bool
+	raised int64 // when the delay last grew
 }
 
-const delayShift = 12
-
 const (
-	minFetchDelay = 50      // ns
+	delayShift    = 12
+	minFetchDelay = 50 // ns
 	// maxFetchDelay caps the delay so a latency tail (a dozing or
 	// descheduled server) cannot drag every request's first READ late.
 	maxFetchDelay = 20_000 // ns
@@ -24,22 +27,27 @@ func NewFetchDelay(fixedNS int64) FetchDelay {
 	if fixedNS >= 0 {
 		return FetchDelay{ns: fixedNS << delayShift, fixed: true}
 	}
-	return FetchDelay{ns: 1000 << delayShift}
+	return FetchDelay{ns: 1000 << delayShift, raised: -1}
 }
 
 // NS is the current delay.
 func (d *FetchDelay) NS() int64 { return d.ns >> delayShift }
 
-// OnFirstRead records whether a request's first fetch found it ready.
-func (d *FetchDelay) OnFirstRead(ready bool) {
+// OnFirstRead records whether the first fetch of a request sent at sentNS
+// found it ready; nowNS is the time of the answer.
+func (d *FetchDelay) OnFirstRead(ready bool, sentNS, nowNS int64) {
 	if d.fixed {
 		return
 	}
 	if ready {
-		d.ns -= d.ns >> 12
+		d.ns -= d.ns >> 11
 		d.ns = max(d.ns, minFetchDelay<<delayShift)
 		return
 	}
+	if sentNS <= d.raised {
+		return // same burst as the last increase
+	}
+	d.raised = nowNS
 	d.ns += d.ns>>4 + 16<<delayShift
 	d.ns = min(d.ns, maxFetchDelay<<delayShift)
 }

@@ -313,7 +313,7 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 	case SlotEmpty:
 		in.stats.NotReady++
 		if first {
-			in.delay.OnFirstRead(false)
+			in.delay.OnFirstRead(false, rec.sent, now)
 		}
 		if in.cfg.Mode == ModeHybrid {
 			in.hybrid.OnFetch(false)
@@ -335,7 +335,7 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 		in.postRead(idx, last, need)
 	case SlotReady:
 		if first {
-			in.delay.OnFirstRead(true)
+			in.delay.OnFirstRead(true, rec.sent, now)
 		}
 		if in.cfg.Mode == ModeHybrid {
 			in.hybrid.OnFetch(true)

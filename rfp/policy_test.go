@@ -49,18 +49,27 @@ func TestHybridSwitches(t *testing.T) {
 func TestFetchDelayAdapts(t *testing.T) {
 	d := NewFetchDelay(-1)
 	start := d.NS()
-	d.OnFirstRead(false)
+	d.OnFirstRead(false, 10, 20)
 	if d.NS() <= start {
 		t.Fatal("a miss did not lengthen the delay")
 	}
+	grown := d.NS()
+	d.OnFirstRead(false, 15, 25) // sent before the increase: same burst
+	if d.NS() != grown {
+		t.Fatal("one burst of misses grew the delay twice")
+	}
+	d.OnFirstRead(false, 30, 40)
+	if d.NS() <= grown {
+		t.Fatal("a later miss did not grow the delay")
+	}
 	for i := 0; i < 100000; i++ {
-		d.OnFirstRead(true)
+		d.OnFirstRead(true, 0, 0)
 	}
 	if d.NS() != minFetchDelay {
 		t.Fatalf("delay %d did not settle at the minimum", d.NS())
 	}
 	f := NewFetchDelay(0)
-	f.OnFirstRead(false)
+	f.OnFirstRead(false, 1, 2)
 	if f.NS() != 0 {
 		t.Fatal("fixed delay moved")
 	}
