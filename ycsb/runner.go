@@ -2,6 +2,7 @@ package ycsb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -70,6 +71,9 @@ type threadStats struct {
 }
 
 func (s *threadStats) record(op string, start time.Time, n int, err error) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return // cut short by the end of the run: neither done nor failed
+	}
 	if err != nil {
 		s.errs[op] += int64(n)
 		if s.first == nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jakiro-kv/jakiro/rfp"
 	"github.com/jakiro-kv/jakiro/server"
 )
 
@@ -41,6 +42,9 @@ func (o serverOpts) withDefaults() serverOpts {
 	}
 	if o.MaxValue == 0 {
 		o.MaxValue = 4 << 10
+	}
+	if o.Slots == 0 {
+		o.Slots = rfp.DefaultSlots
 	}
 	if o.Procs == 0 {
 		// One P per busy-polling partition and one for accepting clients,

@@ -106,4 +106,9 @@ func (e *env) done(t *table, pngs ...string) error {
 	return nil
 }
 
-func (e *env) png(name string) string { return filepath.Join(e.Out, name+".png") }
+// png is the path of a figure; it makes the directory so plots can be
+// saved before the CSV.
+func (e *env) png(name string) string {
+	os.MkdirAll(e.Out, 0o755)
+	return filepath.Join(e.Out, name+".png")
+}

@@ -15,7 +15,7 @@ import (
 // meaningful with the machine and settings that produced them.
 type machineInfo struct {
 	Host, CPU, Go, Commit, Date string
-	Cores                      int
+	Cores                       int
 }
 
 func getMachineInfo() machineInfo {

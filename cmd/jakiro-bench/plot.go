@@ -36,6 +36,19 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
+// headroom leaves the top quarter for the legend.
+func headroom(p *plot.Plot, ss []series) {
+	top := 0.0
+	for _, s := range ss {
+		for _, y := range s.Y {
+			top = math.Max(top, y)
+		}
+	}
+	if top > 0 {
+		p.Y.Max = top * 1.35
+	}
+}
+
 func save(p *plot.Plot, path string) error { return p.Save(7*vg.Inch, 4.5*vg.Inch, path) }
 
 // linePlot draws lines with points; logX for doubling sweeps.
@@ -46,6 +59,7 @@ func linePlot(path, title, xl, yl string, ss []series, logX bool) error {
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	}
 	p.Y.Min = 0
+	headroom(p, ss)
 	for i, s := range ss {
 		l, pts, err := plotter.NewLinePoints(s.xys())
 		if err != nil {
@@ -98,5 +112,6 @@ func barPlot(path, title, yl string, labels []string, ss []series) error {
 		p.Legend.Add(s.Name, b)
 	}
 	p.NominalX(labels...)
+	headroom(p, ss)
 	return save(p, path)
 }

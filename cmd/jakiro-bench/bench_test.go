@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
+)
+
+// Servers under test are this test binary, re-executed.
+func TestMain(m *testing.M) {
+	fabricbench.ServeChildIfRequested()
+	serveChildIfRequested()
+	os.Exit(m.Run())
+}
+
+// readCSV returns a results file's data rows (after the '#' block and
+// the column header) and checks the machine block is there.
+func readCSV(t *testing.T, path string) [][]string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# host: ", "# cpu: ", "# cores: ", "# client_gomaxprocs: ", "# go: ", "# date: ", "# server: "} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q", path, want)
+		}
+	}
+	r := csv.NewReader(strings.NewReader(string(b)))
+	r.Comment = '#'
+	rows, err := r.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) < 1 {
+		t.Fatalf("%s: no header", path)
+	}
+	return rows[1:]
+}
+
+// TestClientsExperiment runs the clients experiment's plumbing end to end,
+// tiny: a server process, a preload, 2 client counts x 3 modes, CSV + PNG.
+func TestClientsExperiment(t *testing.T) {
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e := &env{Ctx: ctx, Out: out, Duration: 150 * time.Millisecond, Warmup: 50 * time.Millisecond, Keys: 500,
+		Partitions: 1, Quick: true, M: getMachineInfo(), Log: testWriter{t}}
+	if err := runClients(e); err != nil {
+		t.Fatal(err)
+	}
+	rows := readCSV(t, filepath.Join(out, "clients.csv"))
+	if len(rows) != 6 {
+		t.Fatalf("clients.csv has %d rows, want 6", len(rows))
+	}
+	for _, r := range rows {
+		if r[3] == "0.0000" {
+			t.Errorf("a point measured nothing: %v", r)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(out, "clients.png")); err != nil || st.Size() == 0 {
+		t.Fatalf("clients.png: %v", err)
+	}
+}
+
+func TestLoadProps(t *testing.T) {
+	p, err := loadProps([]string{"../../workloads/paper-uniform"}, []string{"jakiro.mode=reply", "table=t=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.GetString("jakiro.mode", "") != "reply" || p.GetInt("fieldlength", 0) != 32 || p.GetString("table", "") != "t=1" {
+		t.Fatalf("props: %v", p.Map())
+	}
+	if _, err := loadProps(nil, []string{"novalue"}); err == nil {
+		t.Fatal("property without = accepted")
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
