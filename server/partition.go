@@ -21,6 +21,22 @@ type partition struct {
 	served  uint64
 	dozes   uint64
 	errs    uint64
+	pub     atomic.Pointer[PartitionStats] // snapshot for other goroutines
+	pubAt   int64
+}
+
+// publishEvery is how often a partition snapshots its stats for metrics.
+const publishEvery = int64(100 * time.Millisecond)
+
+func (p *partition) publish(now int64) {
+	p.pubAt = now
+	st := p.stats()
+	p.pub.Store(&st)
+}
+
+func (p *partition) stats() PartitionStats {
+	return PartitionStats{Partition: p.id, Clients: p.srv.Clients(), Served: p.served,
+		Dozes: p.dozes, ReplyErrs: p.errs, KV: p.kv.Stats()}
 }
 
 func (p *partition) run() {
@@ -40,6 +56,9 @@ func (p *partition) run() {
 		list := *s.list.Load()
 		p.seen.Store(gen)
 		now := s.now()
+		if now-p.pubAt >= publishEvery {
+			p.publish(now)
+		}
 		work := 0
 		for _, sess := range list {
 			for sess.Poll(p.id, now, &req) {
@@ -139,8 +158,7 @@ type PartitionStats struct {
 }
 
 func (p *partition) statsJSON(dst []byte) int {
-	b, err := json.Marshal(PartitionStats{Partition: p.id, Clients: p.srv.Clients(), Served: p.served,
-		Dozes: p.dozes, ReplyErrs: p.errs, KV: p.kv.Stats()})
+	b, err := json.Marshal(p.stats())
 	if err != nil || len(b) > len(dst) {
 		return 0
 	}

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/jakiro-kv/jakiro/fabric"
@@ -57,6 +61,7 @@ func serverCommand() *cli.Command {
 			&cli.DurationFlag{Name: "doze", Value: 20 * time.Microsecond, Usage: "idle sleep: bounds wake-up latency", EnvVars: []string{"JAKIRO_DOZE"}},
 			&cli.DurationFlag{Name: "spin", Value: 200 * time.Microsecond, Usage: "busy-poll this long after the last request before dozing", EnvVars: []string{"JAKIRO_SPIN"}},
 			&cli.StringFlag{Name: "rdma-dev", Usage: "RDMA device (rdma:// only)", EnvVars: []string{"JAKIRO_RDMA_DEV"}},
+			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464)", EnvVars: []string{"JAKIRO_METRICS"}},
 			&cli.BoolFlag{Name: "quiet", Usage: "no connect/disconnect log", EnvVars: []string{"JAKIRO_QUIET"}},
 		},
 		Action: runServer,
@@ -88,6 +93,20 @@ func runServer(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if addr := c.String("metrics"); addr != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(srv.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		hs := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := hs.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+				logger.Printf("jakiro: metrics: %v", err)
+			}
+		}()
+		defer hs.Close()
+		logger.Printf("jakiro: metrics on http://%s/metrics", addr)
+	}
 	logger.Printf("jakiro: serving on %s (%d partitions, %s memory)", srv.Addr(), cfg.Partitions, c.String("memory"))
 	err = srv.Serve(ctx)
 	srv.Close()

@@ -1,0 +1,69 @@
+package server
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Stats returns every partition's latest published snapshot (at most
+// publishEvery old): partitions are EREW, so nobody else reads them live.
+func (s *Server) Stats() []PartitionStats {
+	out := make([]PartitionStats, 0, len(s.parts))
+	for _, p := range s.parts {
+		if st := p.pub.Load(); st != nil {
+			out = append(out, *st)
+		}
+	}
+	return out
+}
+
+// Collector exposes the server's statistics to Prometheus.
+func (s *Server) Collector() prometheus.Collector { return collector{s} }
+
+type collector struct{ s *Server }
+
+type metric struct {
+	desc *prometheus.Desc
+	kind prometheus.ValueType
+	get  func(*PartitionStats) uint64
+}
+
+func newDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc("jakiro_"+name, help, []string{"partition"}, nil)
+}
+
+var (
+	clientsDesc = prometheus.NewDesc("jakiro_clients", "Connected clients.", nil, nil)
+	metrics     = []metric{
+		{newDesc("items", "Items stored."), prometheus.GaugeValue, func(p *PartitionStats) uint64 { return p.KV.Items }},
+		{newDesc("bytes", "Bytes of items stored."), prometheus.GaugeValue, func(p *PartitionStats) uint64 { return p.KV.Bytes }},
+		{newDesc("capacity_bytes", "Log capacity."), prometheus.GaugeValue, func(p *PartitionStats) uint64 { return p.KV.Capacity }},
+		{newDesc("gets_total", "GET operations."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.KV.Gets }},
+		{newDesc("hits_total", "GET hits."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.KV.Hits }},
+		{newDesc("puts_total", "PUT operations."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.KV.Puts }},
+		{newDesc("deletes_total", "DELETE operations."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.KV.Deletes }},
+		{newDesc("evictions_total", "Items evicted."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.KV.Evictions }},
+		{newDesc("expired_total", "Items found expired."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.KV.Expired }},
+		{newDesc("requests_total", "Requests served."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.Served }},
+		{newDesc("idle_waits_total", "Times the partition went idle."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.Dozes }},
+		{newDesc("reply_errors_total", "Reply-mode WRITEs that failed."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.ReplyErrs }},
+	}
+)
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- clientsDesc
+	for _, m := range metrics {
+		ch <- m.desc
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(clientsDesc, prometheus.GaugeValue, float64(c.s.Clients()))
+	for _, st := range c.s.Stats() {
+		part := strconv.Itoa(st.Partition)
+		for _, m := range metrics {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, float64(m.get(&st)), part)
+		}
+	}
+}
