@@ -7,7 +7,7 @@ GO ?= go
 # sequential on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test test-unit test-rdma lint demo figures bench bench-deps clean
+.PHONY: all build test test-unit test-rdma lint demo figures bench bench-deps clean results-rdma
 
 all: build
 
@@ -48,3 +48,7 @@ bench:
 
 clean:
 	rm -rf bin
+
+## results-rdma: RFP vs reply vs hybrid over verbs on soft-RoCE (emulation) into results/.
+results-rdma:
+	scripts/rxe-vm/rdma-results.sh
