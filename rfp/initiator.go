@@ -106,6 +106,7 @@ func (in *Initiator) maybeRing(p int, rec *opRec, now int64) {
 	in.rungAt[p] = now
 	in.stats.Rings++
 	in.ringer.RingBell(p)
+	rec.reads = 0 // the partition is waking: fetch again soon, not after a backed-off gap
 }
 
 // NewInitiator sets up the client side on an established connection whose
