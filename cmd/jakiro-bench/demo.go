@@ -24,12 +24,14 @@ func demoCommand() *cli.Command {
 			&cli.DurationFlag{Name: "duration", Value: 2 * time.Second, Usage: "measured time per mode and phase"},
 			&cli.IntFlag{Name: "keys", Value: 100000, Usage: "items preloaded"},
 			&cli.IntFlag{Name: "window", Value: 8, Usage: "requests in flight per client in the throughput phase"},
+			&cli.DurationFlag{Name: "fetch-delay", Value: -1, Usage: "fixed wait before the first fetch READ (negative: adaptive)"},
+			&cli.IntFlag{Name: "client-procs", Value: 1, Usage: "GOMAXPROCS of the load generator (the server process has its own)"},
 		},
 		Action: func(c *cli.Context) error {
-			runtime.GOMAXPROCS(1) // the server process has the other core
+			runtime.GOMAXPROCS(c.Int("client-procs"))
 			e := &env{Ctx: c.Context, Addr: c.String("addr"), Duration: c.Duration("duration"),
 				Warmup: 300 * time.Millisecond, Keys: c.Int("keys"), Partitions: 1, M: getMachineInfo(), Log: os.Stdout}
-			return runDemo(e, c.Int("window"))
+			return runDemo(e, c.Int("window"), c.Duration("fetch-delay"))
 		},
 	}
 }
@@ -39,7 +41,7 @@ type demoRow struct {
 	tput, sync loadResult
 }
 
-func runDemo(e *env, window int) error {
+func runDemo(e *env, window int, fetchDelay time.Duration) error {
 	e.logf("jakiro demo on %s (%d cores, %s, load average %s)", e.M.Host, e.M.Cores, e.M.CPU, loadAvg())
 	e.logf("workload: %d items, 16 B keys, 32 B values, 95%% GET, uniform; server: 1 partition, own process", e.Keys)
 	ks := newKeySet(e.Keys, sizeDist{Fixed: 32})
@@ -47,7 +49,7 @@ func runDemo(e *env, window int) error {
 	err := e.server(serverOpts{}, ks, func(addr string) error {
 		for _, m := range []rfp.Mode{rfp.ModeRFP, rfp.ModeReply, rfp.ModeHybrid} {
 			spec := loadSpec{Addr: addr, Mode: m, Clients: 1, Window: window, GetRatio: 0.95, Keys: e.Keys,
-				Warmup: e.Warmup, Duration: e.Duration}
+				Warmup: e.Warmup, Duration: e.Duration, FetchDelay: fetchDelay, FixDelay: fetchDelay >= 0}
 			e.logf("  %-6s throughput: 1 client, window %d, %v ...", m, window, e.Duration)
 			t, err := runLoad(e.Ctx, spec, ks)
 			if err != nil {

@@ -36,6 +36,10 @@ type loadSpec struct {
 	// Rate bounds total ops/s (0 = as fast as possible); clients pace
 	// themselves and latency counts from each op's scheduled start.
 	Rate float64
+	// With FixDelay, FetchDelay fixes the wait before the first fetch
+	// READ; otherwise the client adapts it.
+	FetchDelay time.Duration
+	FixDelay   bool
 }
 
 // loadResult is what one point measured.
@@ -164,6 +168,9 @@ func runLoad(ctx context.Context, s loadSpec, ks *keySet) (loadResult, error) {
 	}()
 	for i := range clients {
 		opts := []client.Option{client.WithMode(s.Mode), client.WithRFS(s.RFS)}
+		if s.FixDelay {
+			opts = append(opts, client.WithFetchDelay(s.FetchDelay))
+		}
 		if s.Window > 1 {
 			opts = append(opts, client.WithWindow(s.Window))
 		}
