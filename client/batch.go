@@ -15,6 +15,7 @@ type Batch struct {
 }
 
 type batchOp struct {
+	p     int // partition, computed once per Run
 	op    rfp.Op
 	key   []byte
 	value []byte
@@ -70,7 +71,9 @@ func (c *Client) Run(ctx context.Context, b *Batch) error {
 		if o.err = c.check(o.key, o.value); o.err != nil {
 			o.c.done = true
 			done++
+			continue
 		}
+		o.p = c.partition(o.key)
 	}
 	b.inflight = b.inflight[:0]
 	for done < len(b.ops) {
@@ -80,11 +83,10 @@ func (c *Client) Run(ctx context.Context, b *Batch) error {
 				next++
 				continue
 			}
-			p := c.partition(o.key)
-			if !c.in.Free(p) {
+			if !c.in.Free(o.p) {
 				break
 			}
-			slot, err := c.in.Submit(p, o.op, o.key, o.value, o.ttl)
+			slot, err := c.in.Submit(o.p, o.op, o.key, o.value, o.ttl)
 			if err != nil {
 				return err
 			}

@@ -85,6 +85,7 @@ type Initiator struct {
 	hybrid  *Hybrid
 	delay   FetchDelay
 	epoch   time.Time
+	clock   int64 // now() as of the last Progress
 	stats   Counters
 	failed  error
 	ringer  fabric.Ringer // nil when the fabric has no doorbells
@@ -211,7 +212,7 @@ func (in *Initiator) Submit(p int, op Op, key, value []byte, ttl uint32) (int, e
 	off := l.ReqOff(p, s)
 	n := PutRequest(in.mem[off:off+l.ReqSlot], seq, op, flags, key, value, ttl)
 	rec := &in.ops[idx]
-	now := in.now()
+	now := in.clock // as of the last Progress: a clock read per request costs more than it tells
 	*rec = opRec{seq: seq, op: op, firstRead: true, state: opWaiting, sent: now, due: now + in.delay.NS()}
 	if flags&FlagReply != 0 {
 		ro := l.RespOff(p, s)
@@ -245,6 +246,7 @@ func (in *Initiator) Progress(out []Result) (int, error) {
 		return 0, in.failed
 	}
 	now := in.now()
+	in.clock = now
 	l := in.layout
 	nout := 0
 	for idx := range in.ops {
