@@ -61,6 +61,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Run("ClientKilled", func(t *testing.T) { testClientKilled(t, srv.addr) })
 			t.Run("BadInput", func(t *testing.T) { testBadInput(t, srv.addr) })
 			t.Run("MalformedSlots", func(t *testing.T) { testMalformedSlots(t, srv.addr) })
+			t.Run("Isolation", func(t *testing.T) { testIsolation(t, srv.addr) })
 		})
 	}
 }

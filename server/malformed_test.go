@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -130,4 +131,31 @@ func testMalformedSlots(t *testing.T, addr string) {
 		t.Fatal("server accepted a handshake that is not Jakiro's")
 	}
 	check("valid get after a refused stranger", request(seq, rfp.OpGet, missing, nil), rfp.StatusNotFound, 5*time.Second)
+}
+
+// testIsolation: a client that WRITEs or READs with another client's
+// grant descriptor (a guessed key and offset) gets a remote access error,
+// and the victim's rings are untouched.
+func testIsolation(t *testing.T, addr string) {
+	victim := dialRaw(t, addr)
+	attacker := dialRaw(t, addr)
+	l := victim.w.Layout
+	off := l.ReqOff(0, rfp.SlotOf(1, l.Slots))
+	req := request(1, rfp.OpPut, []byte("stolen"), []byte("x"))
+	copy(attacker.local.Bytes()[off:], req)
+	err := fabric.Write(attacker.conn, attacker.local, off, victim.w.Grant, uint64(off), len(req))
+	if !errors.Is(err, fabric.ErrRemoteAccess) {
+		t.Fatalf("WRITE into another client's ring: %v, want ErrRemoteAccess", err)
+	}
+	reader := dialRaw(t, addr)
+	err = fabric.Read(reader.conn, reader.local, 0, victim.w.Grant, uint64(l.RespOff(0, 0)), 64)
+	if !errors.Is(err, fabric.ErrRemoteAccess) {
+		t.Fatalf("READ of another client's responses: %v, want ErrRemoteAccess", err)
+	}
+	// The victim's ring saw nothing: its first request is still seq 1.
+	missing := []byte("isolation-check")
+	victim.send(rfp.PartitionOf(rfp.KeyHash(missing), l.Partitions), 1, request(1, rfp.OpGet, missing, nil))
+	if st := victim.status(rfp.PartitionOf(rfp.KeyHash(missing), l.Partitions), 1, 5*time.Second); st != rfp.StatusNotFound {
+		t.Fatalf("victim's GET after the attack: %v", st)
+	}
 }
