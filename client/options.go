@@ -27,7 +27,9 @@ func WithWindow(n int) Option { return func(c *config) { c.init.Window = n } }
 
 // WithFetchDelay fixes the wait before the first fetch READ; by default it
 // adapts.
-func WithFetchDelay(d time.Duration) Option { return func(c *config) { c.init.FetchDelayNS = int64(d) } }
+func WithFetchDelay(d time.Duration) Option {
+	return func(c *config) { c.init.FetchDelayNS = int64(d) }
+}
 
 // WithHybridThreshold sets R, the not-ready READ streak that makes hybrid
 // mode ask for replies.

@@ -4,13 +4,13 @@ package rfp
 type Status uint8
 
 const (
-	StatusOK         Status = iota
-	StatusNotFound          // GET or DELETE of a missing key
-	StatusTooLarge          // value over the server's maximum
-	StatusNoMemory          // store mode: no room
-	StatusBadKey            // empty or over MaxKeyLen
-	StatusBadRequest        // malformed slot or unknown op
-	StatusServerError       // anything else
+	StatusOK          Status = iota
+	StatusNotFound           // GET or DELETE of a missing key
+	StatusTooLarge           // value over the server's maximum
+	StatusNoMemory           // store mode: no room
+	StatusBadKey             // empty or over MaxKeyLen
+	StatusBadRequest         // malformed slot or unknown op
+	StatusServerError        // anything else
 	maxStatus
 )
 
