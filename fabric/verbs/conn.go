@@ -41,6 +41,12 @@ type conn struct {
 	hasQP     bool
 	maxInline int
 
+	// doorbells
+	hub       *bellHub         // acceptor of a listener with bells; holds a reference
+	rcq       *C.struct_ibv_cq // acceptor with bells: receive CQ on the hub's channel
+	peerBells int              // dialer: bells the acceptor offers
+	ringsOut  atomic.Int32     // dialer: rings whose completion Poll has not reaped
+
 	initDepth, respRes uint8 // RDMA READ credits for the handshake
 	peerData           []byte
 
@@ -155,11 +161,23 @@ func (c *conn) initVerbs() error {
 		return fmt.Errorf("verbs: ibv_alloc_pd: %v", err)
 	}
 	c.pd = pd
-	cq, err := C.ibv_create_cq(ctx, C.int(2*depth), nil, nil, 0)
+	sendDepth, cqSize := depth, 2*depth
+	if c.dialer { // room for rings (see ringConn)
+		sendDepth += ringSlots
+		cqSize += ringSlots
+	}
+	cq, err := C.ibv_create_cq(ctx, C.int(cqSize), nil, nil, 0)
 	if cq == nil {
-		return fmt.Errorf("verbs: ibv_create_cq(%d): %v", 2*depth, err)
+		return fmt.Errorf("verbs: ibv_create_cq(%d): %v", cqSize, err)
 	}
 	c.cq = cq
+	rcq, recvDepth := cq, 1
+	if c.hub != nil {
+		if c.rcq, err = c.hub.newCQ(ctx, bellRecvs); err != nil {
+			return err
+		}
+		rcq, recvDepth = c.rcq, bellRecvs
+	}
 	c.ring = C.jk_ring_new(C.int(depth))
 	if c.ring == nil {
 		return fmt.Errorf("verbs: out of C memory for a ring of %d", depth)
@@ -167,10 +185,15 @@ func (c *conn) initVerbs() error {
 	c.jops = unsafe.Slice(c.ring.ops, depth)
 	c.wcs = unsafe.Slice(c.ring.wc, depth)
 	var inl C.int
-	if rc := C.jk_create_qp(c.id, pd, cq, C.int(depth), &inl); rc != 0 {
+	if rc := C.jk_create_qp(c.id, pd, cq, rcq, C.int(sendDepth), C.int(recvDepth), &inl); rc != 0 {
 		return errnoErr(fmt.Sprintf("rdma_create_qp(depth %d)", depth), rc)
 	}
 	c.hasQP = true
+	if c.hub != nil {
+		if err := c.hub.attach(c.rcq, c.qp()); err != nil {
+			return err
+		}
+	}
 	c.maxInline = int(inl)
 	c.sq.init(depth)
 	return nil
@@ -187,8 +210,8 @@ func (c *conn) Err() error {
 	return nil
 }
 
-// Close disconnects (bounded wait), then frees regions, QP, CQ, PD, id and
-// event channel, in that order.
+// Close disconnects (bounded wait), then frees regions, QP, receive CQ of
+// doorbells, CQ, PD, id and event channel, in that order.
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closing.Store(true)
@@ -213,7 +236,18 @@ func (c *conn) Close() error {
 		}
 		c.ev.stop()
 		<-c.watchDone
-		if c.hasQP {
+		if c.hub != nil {
+			// Under the hub's lock: its drain must not see them half gone.
+			c.hub.mu.Lock()
+			if c.hasQP {
+				C.rdma_destroy_qp(c.id)
+			}
+			if c.rcq != nil {
+				C.ibv_destroy_cq(c.rcq)
+			}
+			c.hub.mu.Unlock()
+			c.hub.release()
+		} else if c.hasQP {
 			C.rdma_destroy_qp(c.id)
 		}
 		if c.cq != nil {

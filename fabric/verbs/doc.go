@@ -35,8 +35,10 @@
 // acceptor's data travels as one length byte plus data, and the dialer's
 // data either as one length byte plus up to 55 bytes or, for exactly 56
 // bytes, raw with the CM's end-to-end flow-control bit set as the marker
-// (that bit only concerns SEND credits, and this provider never posts
-// SENDs or receives).
+// (that bit only advertises SEND credit support, which no QP is
+// programmed from; the only SENDs are doorbell rings). An acceptor with
+// doorbells appends their count to its data, in the last 3 of the 196
+// bytes ([0xB7][n lo][n hi]).
 //
 // # Fast path
 //
@@ -48,6 +50,25 @@
 // unsignaled WRs before a signaled one are synthesised, in posting order,
 // when its completion arrives. Conn.Poll reaps several CQ entries per
 // ibv_poll_cq call. Neither allocates.
+//
+// # Doorbells
+//
+// A listener built with Options.Doorbells = n (at most MaxDoorbells) is a
+// fabric.Doorbells, and dialer connections to it are fabric.Ringers;
+// without the option the listener is a different type that is not, and
+// neither are its dialers' connections. RingBell(i) posts a zero-length
+// SEND_WITH_IMM with immediate i on the connection's QP, signaled; Poll
+// reaps (and hides) its completion, and the SQ and CQ have ringSlots (16)
+// entries on top of QueueDepth for unreaped rings (a 17th unreaped ring
+// fails with ErrQueueFull). Each accepted connection keeps 32 zero-length
+// receives posted on a receive CQ attached to a completion channel the
+// listener shares per device; one goroutine waits on the channel's fd in
+// the netpoller, acks and re-arms, reaps, re-posts the receives and rings
+// the listener's fabric.EventBells (what WaitBell waits on). Immediates out
+// of range are ignored. A peer ringing faster than receives are re-posted
+// gets RNR NAKs and retries after 80 µs (the acceptor sets min_rnr_timer;
+// rdma_cm's default is 655 ms). Accepted connections keep the bells alive
+// after the listener closes.
 //
 // # Failure
 //

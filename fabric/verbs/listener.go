@@ -35,6 +35,7 @@ type listener struct {
 	closed chan struct{}
 	loopWG sync.WaitGroup
 	once   sync.Once
+	hub    *bellHub // nil without Options.Doorbells
 }
 
 func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
@@ -45,14 +46,22 @@ func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
 	if t.src != "" {
 		return nil, fmt.Errorf("verbs: src= is for dialers; listen on the address itself")
 	}
+	var hub *bellHub
+	if o.Doorbells > 0 {
+		if hub, err = newBellHub(o.Doorbells); err != nil {
+			return nil, err
+		}
+	}
 	ev, err := newEvChan()
 	if err != nil {
+		hub.releaseIfAny()
 		return nil, err
 	}
 	var id *C.struct_rdma_cm_id
 	if rc, err := C.rdma_create_id(ev.ch, &id, nil, C.RDMA_PS_TCP); rc != 0 {
 		ev.stop()
 		ev.destroy()
+		hub.releaseIfAny()
 		return nil, fmt.Errorf("verbs: rdma_create_id: %w", err)
 	}
 	chost := C.CString(t.host)
@@ -63,6 +72,7 @@ func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
 			C.rdma_destroy_id(id)
 			ev.stop()
 			ev.destroy()
+			hub.releaseIfAny()
 			return nil, err
 		}
 	}
@@ -70,12 +80,16 @@ func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
 		C.rdma_destroy_id(id)
 		ev.stop()
 		ev.destroy()
+		hub.releaseIfAny()
 		return nil, errnoErr("listen on "+u.Host, rc)
 	}
 	au := url.URL{Scheme: u.Scheme, Host: net.JoinHostPort(t.host, strconv.Itoa(int(C.jk_src_port(id)))), RawQuery: u.RawQuery}
-	l := &listener{opts: o, ev: ev, id: id, addr: au.String(), q: make(chan *setup, backlog), closed: make(chan struct{})}
+	l := &listener{opts: o, ev: ev, id: id, addr: au.String(), q: make(chan *setup, backlog), closed: make(chan struct{}), hub: hub}
 	l.loopWG.Add(1)
 	go l.loop()
+	if hub != nil {
+		return bellListener{l}, nil
+	}
 	return l, nil
 }
 
@@ -126,6 +140,10 @@ func (l *listener) newSetup(ev event) (*setup, error) {
 	}
 	c := newConn(ch, ev.id, l.opts, false)
 	c.peerData = data
+	if l.hub != nil {
+		l.hub.acquire() // released by c.Close
+		c.hub = l.hub
+	}
 	var ini, resp C.int
 	if rc := C.jk_rd_atom(ev.id.verbs, &ini, &resp); rc != 0 {
 		c.Close()
@@ -170,6 +188,7 @@ func (l *listener) Close() error {
 		}
 		C.rdma_destroy_id(l.id)
 		l.ev.destroy()
+		l.hub.releaseIfAny() // accepted connections keep the bells alive
 	})
 	return nil
 }

@@ -135,7 +135,7 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 	if n == len(cs) {
 		return n, nil
 	}
-	if q.done < q.posted {
+	if q.done < q.posted || c.ringsOut.Load() > 0 {
 		dead := c.Err() // before the CQ poll: a flush that raced is then still seen
 		want := min(len(cs)-n, len(c.wcs))
 		got := int(C.jk_poll(c.cq, c.ring, C.int(want)))
@@ -146,6 +146,12 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 		}
 		for i := 0; i < got; i++ {
 			wc := &c.wcs[i]
+			if uint64(wc.wr_id)&C.JK_RING_WRID != 0 {
+				// A doorbell ring: no Completion; it frees its slot.
+				c.ringsOut.Add(-1)
+				q.ringFailed(wc.status)
+				continue
+			}
 			q.complete(uint64(wc.wr_id), wc.status, dead)
 		}
 		if q.qpErr != nil && dead == nil && errors.Is(q.qpErr, fabric.ErrPeerGone) {
@@ -198,6 +204,16 @@ func (q *sendQueue) complete(seq uint64, status uint32, dead error) {
 		q.qpErr = err
 		q.flushErr = fmt.Errorf("%w; flushed: the queue pair failed on an earlier op", err)
 	}
+}
+
+// ringFailed records the failure of a ring (not its flush) as the QP's
+// error, which the ops flushed after it then report.
+func (q *sendQueue) ringFailed(status uint32) {
+	if status == C.IBV_WC_SUCCESS || status == C.IBV_WC_WR_FLUSH_ERR || q.qpErr != nil {
+		return
+	}
+	q.qpErr = statusErr(status)
+	q.flushErr = fmt.Errorf("%w; flushed: the queue pair failed on a doorbell ring", q.qpErr)
 }
 
 func (q *sendQueue) deliver(cs []fabric.Completion) int {

@@ -61,11 +61,13 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		if len(data) > fabric.MaxAcceptData {
 			return nil, fabric.ErrPrivateData
 		}
-		var pd [1 + fabric.MaxAcceptData]byte
-		pd[0] = byte(len(data))
-		copy(pd[1:], data)
+		nb := 0
+		if c.hub != nil {
+			nb = c.hub.n
+		}
+		pd := encodeAcceptData(data, nb)
 		c.accepted.Store(true)
-		rc = C.jk_accept(c.id, unsafe.Pointer(&pd[0]), C.int(1+len(data)), C.int(c.initDepth), C.int(c.respRes))
+		rc = C.jk_accept(c.id, unsafe.Pointer(&pd[0]), C.int(len(pd)), C.int(c.initDepth), C.int(c.respRes))
 	}
 	if rc != 0 {
 		c.Close()
@@ -81,9 +83,15 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 			c.Close()
 			return nil, err
 		}
+		c.peerBells = bellsOffered(ev.data)
+	} else if c.hub != nil {
+		c.setMinRNR()
 	}
 	c.established.Store(true)
 	s.done.Store(true)
+	if c.peerBells > 0 {
+		return ringConn{c}, nil
+	}
 	return c, nil
 }
 

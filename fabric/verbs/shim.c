@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include "shim.h"
 
 jk_ring *jk_ring_new(int cap) {
@@ -150,18 +151,18 @@ int jk_rd_atom(struct ibv_context *ctx, int *init_depth, int *resp_res) {
 
 // jk_create_qp creates the RC QP on id, asking for the largest inline size
 // the device grants among a few; *max_inline is what it granted.
-int jk_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *cq, int depth, int *max_inline) {
+int jk_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, int send_depth, int recv_depth, int *max_inline) {
 	static const int want[] = {256, 128, 64, 0};
 	int err = 0;
 	for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++) {
 		struct ibv_qp_init_attr a;
 		memset(&a, 0, sizeof a);
-		a.send_cq = cq;
-		a.recv_cq = cq;
+		a.send_cq = scq;
+		a.recv_cq = rcq;
 		a.qp_type = IBV_QPT_RC;
 		a.sq_sig_all = 0;
-		a.cap.max_send_wr = depth;
-		a.cap.max_recv_wr = 1;
+		a.cap.max_send_wr = send_depth;
+		a.cap.max_recv_wr = recv_depth;
 		a.cap.max_send_sge = 1;
 		a.cap.max_recv_sge = 1;
 		a.cap.max_inline_data = want[i];
@@ -206,3 +207,132 @@ const char *jk_dev_name(struct rdma_cm_id *id) {
 int jk_src_port(struct rdma_cm_id *id) { return ntohs(rdma_get_src_port(id)); }
 
 int jk_port_num(struct rdma_cm_id *id) { return id->port_num; }
+
+// jk_ring_bell posts one ring: a zero-length SEND_WITH_IMM carrying the
+// bell index, signaled (the caller bounds unreaped rings). 0 or an errno.
+int jk_ring_bell(struct ibv_qp *qp, uint32_t bell, int inl) {
+	struct ibv_send_wr w, *bad = NULL;
+	memset(&w, 0, sizeof w);
+	w.wr_id = JK_RING_WRID | bell;
+	w.opcode = IBV_WR_SEND_WITH_IMM;
+	w.imm_data = htonl(bell);
+	w.send_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0);
+	return ibv_post_send(qp, &w, &bad);
+}
+
+// jk_bellchan_new makes a non-blocking completion channel on ctx; NULL and
+// errno on failure.
+jk_bellchan *jk_bellchan_new(struct ibv_context *ctx) {
+	jk_bellchan *b = calloc(1, sizeof *b);
+	if (!b) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	b->ch = ibv_create_comp_channel(ctx);
+	if (!b->ch) {
+		int e = errno;
+		free(b);
+		errno = e;
+		return NULL;
+	}
+	int fl = fcntl(b->ch->fd, F_GETFL);
+	if (fl < 0 || fcntl(b->ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		int e = errno;
+		ibv_destroy_comp_channel(b->ch);
+		free(b);
+		errno = e;
+		return NULL;
+	}
+	return b;
+}
+
+void jk_bellchan_free(jk_bellchan *b) {
+	if (!b) return;
+	ibv_destroy_comp_channel(b->ch);
+	free(b);
+}
+
+int jk_bellchan_fd(jk_bellchan *b) { return b->ch->fd; }
+
+// jk_bell_cq creates a receive CQ on b's channel, armed; NULL and errno on
+// failure.
+struct ibv_cq *jk_bell_cq(struct ibv_context *ctx, jk_bellchan *b, int cqe) {
+	struct ibv_cq *cq = ibv_create_cq(ctx, cqe, NULL, b->ch, 0);
+	if (!cq) return NULL;
+	int rc = ibv_req_notify_cq(cq, 0);
+	if (rc) {
+		ibv_destroy_cq(cq);
+		errno = rc;
+		return NULL;
+	}
+	return cq;
+}
+
+static int jk_post_recvs(jk_bellchan *b, struct ibv_qp *qp, int n) {
+	struct ibv_recv_wr one[1], *w = b ? b->rwr : one, *bad = NULL;
+	if (!b && n > 1) n = 1;
+	if (n <= 0) return 0;
+	for (int i = 0; i < n; i++) {
+		memset(&w[i], 0, sizeof w[i]);
+		w[i].next = i + 1 < n ? &w[i + 1] : NULL; // zero-length receives
+	}
+	return ibv_post_recv(qp, w, &bad);
+}
+
+// jk_bell_attach makes qp the receive CQ's context (the drain re-posts on
+// it) and posts nrecv zero-length receives. 0 or an errno.
+int jk_bell_attach(struct ibv_cq *rcq, struct ibv_qp *qp, int nrecv) {
+	rcq->cq_context = qp;
+	for (int i = 0; i < nrecv; i++) {
+		int rc = jk_post_recvs(NULL, qp, 1);
+		if (rc) return rc;
+	}
+	return 0;
+}
+
+// jk_bell_drain handles up to max_events CQ events of b's channel: acks
+// and re-arms each CQ, reaps it, re-posts one receive per successful
+// completion and records the immediates (bells) in b->rung. Returns 0 once
+// the channel is empty (EAGAIN), 1 if events may remain, -errno on error.
+int jk_bell_drain(jk_bellchan *b, int max_events) {
+	memset(b->rung, 0, sizeof b->rung);
+	for (int e = 0; e < max_events; e++) {
+		struct ibv_cq *cq;
+		void *ctx;
+		if (ibv_get_cq_event(b->ch, &cq, &ctx)) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+			return -errno;
+		}
+		ibv_ack_cq_events(cq, 1);
+		// Re-arm before reaping: a completion after the poll raises a
+		// new event.
+		ibv_req_notify_cq(cq, 0);
+		struct ibv_qp *qp = ctx;
+		for (;;) {
+			int n = ibv_poll_cq(cq, JK_BELL_WC, b->wc);
+			if (n <= 0) break;
+			int ok = 0;
+			for (int i = 0; i < n; i++) {
+				struct ibv_wc *wc = &b->wc[i];
+				if (wc->status != IBV_WC_SUCCESS) continue; // QP failed: receives flushed
+				ok++;
+				if (wc->opcode == IBV_WC_RECV && (wc->wc_flags & IBV_WC_WITH_IMM)) {
+					uint32_t bell = ntohl(wc->imm_data);
+					if (bell < JK_BELL_BITS) b->rung[bell / 64] |= 1ULL << (bell % 64);
+				}
+			}
+			if (qp && ok) jk_post_recvs(b, qp, ok);
+			if (n < JK_BELL_WC) break;
+		}
+	}
+	return 1;
+}
+
+// jk_set_min_rnr sets how long a sender backs off after an RNR NAK
+// (IB encoding), on an RTS QP. 0 or an errno.
+int jk_set_min_rnr(struct ibv_qp *qp, int timer) {
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof a);
+	a.min_rnr_timer = timer;
+	return ibv_modify_qp(qp, &a, IBV_QP_MIN_RNR_TIMER);
+}

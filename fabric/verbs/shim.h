@@ -59,11 +59,34 @@ int jk_get_event(struct rdma_event_channel *ch, jk_event *out);
 int jk_bind_listen(struct rdma_cm_id *id, const char *ip, int port, int backlog);
 int jk_resolve_addr(struct rdma_cm_id *id, const char *src, const char *dst, int port, int timeout_ms);
 int jk_rd_atom(struct ibv_context *ctx, int *init_depth, int *resp_res);
-int jk_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *cq, int depth, int *max_inline);
+int jk_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, int send_depth, int recv_depth, int *max_inline);
 int jk_connect(struct rdma_cm_id *id, const void *pd, int pdlen, int flow, int init_depth, int resp_res);
 int jk_accept(struct rdma_cm_id *id, const void *pd, int pdlen, int init_depth, int resp_res);
 const char *jk_dev_name(struct rdma_cm_id *id);
 int jk_src_port(struct rdma_cm_id *id);
 int jk_port_num(struct rdma_cm_id *id);
+
+// Doorbells. A ring is a zero-length SEND_WITH_IMM whose immediate is the
+// bell index, signaled, with wr_id JK_RING_WRID | bell (Poll skips those).
+#define JK_RING_WRID (1ULL << 63)
+enum { JK_BELL_WC = 32, JK_BELL_BITS = 256 };
+
+// A listener's completion channel on one device, with the C arrays its
+// drain uses. rung is the bitmap of bells the last drain saw rung.
+typedef struct {
+	struct ibv_comp_channel *ch;
+	uint64_t rung[JK_BELL_BITS / 64];
+	struct ibv_wc wc[JK_BELL_WC];
+	struct ibv_recv_wr rwr[JK_BELL_WC];
+} jk_bellchan;
+
+int jk_ring_bell(struct ibv_qp *qp, uint32_t bell, int inl);
+jk_bellchan *jk_bellchan_new(struct ibv_context *ctx);
+void jk_bellchan_free(jk_bellchan *b);
+int jk_bellchan_fd(jk_bellchan *b);
+struct ibv_cq *jk_bell_cq(struct ibv_context *ctx, jk_bellchan *b, int cqe);
+int jk_bell_attach(struct ibv_cq *rcq, struct ibv_qp *qp, int nrecv);
+int jk_bell_drain(jk_bellchan *b, int max_events);
+int jk_set_min_rnr(struct ibv_qp *qp, int timer);
 
 #endif
