@@ -13,12 +13,14 @@ import (
 var allModes = []rfp.Mode{rfp.ModeRFP, rfp.ModeReply, rfp.ModeHybrid}
 
 // loadCols are the CSV columns every loadgen row ends with.
-var loadCols = []string{"mops", "p50_us", "p99_us", "round_trips_per_op", "retries_per_op", "extra_reads_per_op", "replied_frac", "rfs_end", "misses"}
+// loadavg1 is the machine's 1-minute load average after the point: other
+// work on a 2-core box skews busy-polling results badly.
+var loadCols = []string{"mops", "p50_us", "p99_us", "round_trips_per_op", "retries_per_op", "extra_reads_per_op", "replied_frac", "rfs_end", "misses", "loadavg1"}
 
 func loadVals(r loadResult) []any {
 	ops := float64(max(r.Counters.Ops, 1))
 	return []any{r.Mops, r.P(50), r.P(99), r.RoundTrips(), r.Retries(), float64(r.Counters.ExtraReads) / ops,
-		float64(r.Counters.Replied) / ops, r.RFS, r.Misses}
+		float64(r.Counters.Replied) / ops, r.RFS, r.Misses, loadAvg()}
 }
 
 func rfsName(n int) string {

@@ -35,6 +35,7 @@ func experimentCommand(x experiment) *cli.Command {
 		Flags: commonFlags(),
 		Action: func(c *cli.Context) error {
 			e := newEnv(c)
+			warnBusy(e)
 			t := time.Now()
 			e.logf("== %s: %s", x.Name, x.Usage)
 			err := x.Run(e)
@@ -51,6 +52,7 @@ func figuresCommand() *cli.Command {
 		Flags: commonFlags(),
 		Action: func(c *cli.Context) error {
 			e := newEnv(c)
+			warnBusy(e)
 			start := time.Now()
 			var failed []string
 			for i, x := range experiments {
@@ -73,5 +75,14 @@ func figuresCommand() *cli.Command {
 			}
 			return nil
 		},
+	}
+}
+
+// warnBusy says so when other work already loads the machine: the server
+// and clients busy-poll, so they lose badly to anything else running.
+func warnBusy(e *env) {
+	var l float64
+	if _, err := fmt.Sscan(loadAvg(), &l); err == nil && l > float64(e.M.Cores)/2 {
+		e.logf("!! load average %.2f on %d cores before starting: other work will skew these results", l, e.M.Cores)
 	}
 }
