@@ -87,3 +87,15 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
 }
+
+func TestParseYCSBArgs(t *testing.T) {
+	a, err := parseYCSBArgs([]string{"jakiro", "-P", "w", "-p", "a=b", "--threads=3", "-p=c=d", "--duration", "2s"})
+	if err != nil || a.db != "jakiro" || len(a.files) != 1 || len(a.props) != 2 || a.props[1] != "c=d" || a.threads != 3 || a.duration != 2*time.Second {
+		t.Fatalf("%+v %v", a, err)
+	}
+	for _, bad := range [][]string{{}, {"a", "b"}, {"jakiro", "-P"}, {"jakiro", "--nope", "1"}, {"jakiro", "--threads", "x"}} {
+		if _, err := parseYCSBArgs(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
