@@ -23,8 +23,12 @@ type env struct {
 	Keys       int
 	Partitions int
 	Quick      bool // fewer points (smoke tests)
-	M          machineInfo
-	Log        io.Writer
+	// QuietWait bounds how long an experiment waits for an idle machine;
+	// IdleAtStart is the idle fraction seen then.
+	QuietWait   time.Duration
+	IdleAtStart float64
+	M           machineInfo
+	Log         io.Writer
 }
 
 func commonFlags() []cli.Flag {
@@ -37,6 +41,7 @@ func commonFlags() []cli.Flag {
 		&cli.IntFlag{Name: "partitions", Value: 1, Usage: "server partitions (each busy-polls a core)"},
 		&cli.IntFlag{Name: "client-procs", Value: 1, Usage: "GOMAXPROCS of the load generator"},
 		&cli.BoolFlag{Name: "quick", Usage: "fewer points (smoke test)"},
+		&cli.DurationFlag{Name: "quiet-wait", Value: 45 * time.Second, Usage: "before each experiment, wait up to this long for the machine to be 80% idle"},
 	}
 }
 
@@ -44,7 +49,7 @@ func newEnv(c *cli.Context) *env {
 	runtime.GOMAXPROCS(c.Int("client-procs"))
 	return &env{Ctx: c.Context, Out: c.String("out"), Addr: c.String("addr"), Duration: c.Duration("duration"),
 		Warmup: c.Duration("warmup"), Keys: c.Int("keys"), Partitions: c.Int("partitions"), Quick: c.Bool("quick"),
-		M: getMachineInfo(), Log: os.Stdout}
+		QuietWait: c.Duration("quiet-wait"), M: getMachineInfo(), Log: os.Stdout}
 }
 
 func (e *env) logf(format string, args ...any) { fmt.Fprintf(e.Log, format+"\n", args...) }
@@ -81,7 +86,7 @@ func fmtMean(ks *keySet) string { return fmt.Sprintf("mean %.1f B", ks.meanSize(
 func (e *env) settings(o serverOpts, extra ...string) []string {
 	o.Partitions = max(o.Partitions, e.Partitions)
 	o = o.withDefaults()
-	s := []string{"server: " + o.String(), fmt.Sprintf("fabric: %s", fabricOf(e.Addr)),
+	s := []string{e.idleSetting(), "server: " + o.String(), fmt.Sprintf("fabric: %s", fabricOf(e.Addr)),
 		fmt.Sprintf("keys: %d x 16 B", e.Keys), fmt.Sprintf("per point: warmup %v, measured %v", e.Warmup, e.Duration)}
 	return append(s, extra...)
 }

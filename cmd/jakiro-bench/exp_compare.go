@@ -54,7 +54,7 @@ func runCompare(e *env) error {
 	base, source := paperProps()
 	records := min(e.Keys, int(base.GetInt64("recordcount", 100000)))
 	t := &table{Name: "compare", Cols: []string{"system", "threads", "batch_size", "ops_per_sec", "mops", "p50_us", "p99_us", "errors", "round_trips_per_op", "vs_redis", "vs_memcached"},
-		Settings: []string{"workload: " + source + fmt.Sprintf(" (recordcount=%d)", records),
+		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d)", records),
 			fmt.Sprintf("go-ycsb v1.0.1 core workload in process, %d threads, run bounded to %v per point", threads, runDur),
 			"jakiro: server process, " + serverOpts{Partitions: 1}.withDefaults().String() + ", shm fabric, jakiro.rfs=auto",
 			"redis: redis-server --save '' --appendonly no --io-threads 1 on 127.0.0.1 (go-ycsb's redis driver, its default hash datatype: HSET/HMGET)",

@@ -23,7 +23,7 @@ func runFabric(e *env) error {
 	}
 	const size, window = 32, 16
 	t := &table{Name: "fabric", Cols: []string{"fabric", "op", "initiators", "window", "size", "mops"},
-		Settings: []string{fmt.Sprintf("fabric target: passive process (fabricbench), region 1 MiB; ops %d B, window %d per initiator", size, window),
+		Settings: []string{e.idleSetting(), fmt.Sprintf("fabric target: passive process (fabricbench), region 1 MiB; ops %d B, window %d per initiator", size, window),
 			fmt.Sprintf("per point: %v", e.Duration)}}
 	var ss []series
 	for _, fab := range []string{"shm", "tcp"} {

@@ -35,9 +35,9 @@ func experimentCommand(x experiment) *cli.Command {
 		Flags: commonFlags(),
 		Action: func(c *cli.Context) error {
 			e := newEnv(c)
-			warnBusy(e)
 			t := time.Now()
 			e.logf("== %s: %s", x.Name, x.Usage)
+			e.waitQuiet(e.QuietWait)
 			err := x.Run(e)
 			e.logf("== %s done in %v", x.Name, time.Since(t).Round(100*time.Millisecond))
 			return err
@@ -52,12 +52,12 @@ func figuresCommand() *cli.Command {
 		Flags: commonFlags(),
 		Action: func(c *cli.Context) error {
 			e := newEnv(c)
-			warnBusy(e)
 			start := time.Now()
 			var failed []string
 			for i, x := range experiments {
 				t := time.Now()
 				e.logf("== [%d/%d] %s: %s", i+1, len(experiments), x.Name, x.Usage)
+				e.waitQuiet(e.QuietWait)
 				if err := x.Run(e); err != nil {
 					// One failing experiment (say, no redis-server) must
 					// not cost the others.
@@ -75,14 +75,5 @@ func figuresCommand() *cli.Command {
 			}
 			return nil
 		},
-	}
-}
-
-// warnBusy says so when other work already loads the machine: the server
-// and clients busy-poll, so they lose badly to anything else running.
-func warnBusy(e *env) {
-	var l float64
-	if _, err := fmt.Sscan(loadAvg(), &l); err == nil && l > float64(e.M.Cores)/2 {
-		e.logf("!! load average %.2f on %d cores before starting: other work will skew these results", l, e.M.Cores)
 	}
 }
