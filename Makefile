@@ -7,13 +7,19 @@ GO ?= go
 # sequential on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test test-unit test-rdma lint demo figures bench bench-deps clean results-rdma
+.PHONY: all build build-rdma test test-unit test-rdma lint demo figures bench bench-deps clean results-rdma
 
 all: build
 
 build:
 	$(GO) build -o bin/jakiro ./cmd/jakiro
 	$(GO) build -o bin/jakiro-bench ./cmd/jakiro-bench
+
+## build-rdma: binaries with the verbs provider (rdma://); needs rdma-core headers.
+build-rdma:
+	dpkg-query -W libibverbs-dev librdmacm-dev >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends libibverbs-dev librdmacm-dev; }
+	$(GO) build -tags rdma -o bin/jakiro ./cmd/jakiro
+	$(GO) build -tags rdma -o bin/jakiro-bench ./cmd/jakiro-bench
 
 ## test: formatting, vet, every unit/e2e/conformance test with -race, then
 ## the verbs provider and the RFP end-to-end tests on soft-RoCE in a VM.
