@@ -31,6 +31,9 @@ type serverOpts struct {
 	MaxValue   int    `json:"max_value"`
 	Slots      int    `json:"slots"`
 	Procs      int    `json:"procs"` // GOMAXPROCS of the server process
+	// SpinIdle is how long an idle partition busy-polls before it dozes
+	// (0: the server's default).
+	SpinIdle time.Duration `json:"spin_idle"`
 }
 
 func (o serverOpts) withDefaults() serverOpts {
@@ -56,8 +59,12 @@ func (o serverOpts) withDefaults() serverOpts {
 
 // String is how results record the server settings.
 func (o serverOpts) String() string {
-	return fmt.Sprintf("partitions=%d slots=%d memory=%dMiB max_value=%d server_gomaxprocs=%d",
-		o.Partitions, o.Slots, o.Memory>>20, o.MaxValue, o.Procs)
+	spin := "default"
+	if o.SpinIdle > 0 {
+		spin = o.SpinIdle.String()
+	}
+	return fmt.Sprintf("partitions=%d slots=%d memory=%dMiB max_value=%d server_gomaxprocs=%d spin_idle=%s",
+		o.Partitions, o.Slots, o.Memory>>20, o.MaxValue, o.Procs, spin)
 }
 
 // serveChildIfRequested turns this process into a Jakiro server when it
@@ -74,7 +81,7 @@ func serveChildIfRequested() {
 		os.Exit(2)
 	}
 	srv, err := server.New(server.Config{Listen: o.Listen, Partitions: o.Partitions, Memory: o.Memory,
-		MaxValue: o.MaxValue, Slots: o.Slots})
+		MaxValue: o.MaxValue, Slots: o.Slots, SpinIdle: o.SpinIdle})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(1)

@@ -25,13 +25,14 @@ func demoCommand() *cli.Command {
 			&cli.IntFlag{Name: "keys", Value: 100000, Usage: "items preloaded"},
 			&cli.IntFlag{Name: "window", Value: 8, Usage: "requests in flight per client in the throughput phase"},
 			&cli.DurationFlag{Name: "fetch-delay", Value: -1, Usage: "fixed wait before the first fetch READ (negative: adaptive)"},
+			&cli.DurationFlag{Name: "server-spin", Usage: "server partitions busy-poll this long when idle before dozing (0: server default)"},
 			&cli.IntFlag{Name: "client-procs", Value: 1, Usage: "GOMAXPROCS of the load generator (the server process has its own)"},
 		},
 		Action: func(c *cli.Context) error {
 			runtime.GOMAXPROCS(c.Int("client-procs"))
 			e := &env{Ctx: c.Context, Addr: c.String("addr"), Duration: c.Duration("duration"),
 				Warmup: 300 * time.Millisecond, Keys: c.Int("keys"), Partitions: 1, M: getMachineInfo(), Log: os.Stdout}
-			return runDemo(e, c.Int("window"), c.Duration("fetch-delay"))
+			return runDemo(e, c.Int("window"), c.Duration("fetch-delay"), serverOpts{Partitions: 1, SpinIdle: c.Duration("server-spin")})
 		},
 	}
 }
@@ -41,12 +42,12 @@ type demoRow struct {
 	tput, sync loadResult
 }
 
-func runDemo(e *env, window int, fetchDelay time.Duration) error {
+func runDemo(e *env, window int, fetchDelay time.Duration, so serverOpts) error {
 	e.logf("jakiro demo on %s (%d cores, %s, load average %s)", e.M.Host, e.M.Cores, e.M.CPU, loadAvg())
 	e.logf("workload: %d items, 16 B keys, 32 B values, 95%% GET, uniform; server: 1 partition, own process", e.Keys)
 	ks := newKeySet(e.Keys, sizeDist{Fixed: 32})
 	var rows []demoRow
-	err := e.server(serverOpts{}, ks, func(addr string) error {
+	err := e.server(so, ks, func(addr string) error {
 		for _, m := range []rfp.Mode{rfp.ModeRFP, rfp.ModeReply, rfp.ModeHybrid} {
 			spec := loadSpec{Addr: addr, Mode: m, Clients: 1, Window: window, GetRatio: 0.95, Keys: e.Keys,
 				Warmup: e.Warmup, Duration: e.Duration, FetchDelay: fetchDelay, FixDelay: fetchDelay >= 0}
