@@ -37,13 +37,13 @@ type modelRun struct {
 }
 
 type modelCfg struct {
-	mode      Mode
-	lru       bool
-	weakHash  bool   // collide tags and buckets on purpose
-	startAt   uint64 // initial log offset
-	memory    int64
-	maxValue  int
-	keys      int // key space, default 300
+	mode     Mode
+	lru      bool
+	weakHash bool   // collide tags and buckets on purpose
+	startAt  uint64 // initial log offset
+	memory   int64
+	maxValue int
+	keys     int // key space, default 300
 }
 
 // weakHash keeps 8 tag bits and 2 bucket bits, so keys share tags and
