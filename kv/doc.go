@@ -11,33 +11,37 @@
 //
 // # Layout
 //
-// Each partition owns one off-heap region (mmap on unix, see
-// malloc_mmap.go; a pointer-free heap slice elsewhere), so the Go garbage
-// collector never scans or counts the data, whatever the item count. The
-// region holds:
+// Each partition owns one off-heap region (an anonymous mmap on unix, 2 MiB
+// aligned and advised to use transparent huge pages; a pointer-free heap
+// slice elsewhere), so the Go garbage collector neither scans nor counts
+// the data, whatever the item count. The region holds:
 //
 //   - The index: 64-byte buckets, one cache line each. Word 0 links to an
-//     overflow bucket taken from a per-partition pool of spare buckets;
-//     words 1..7 are slots, each a 16-bit tag (from the key hash) and the
-//     low 48 bits of the item's offset in the log. A zero slot is empty.
-//   - The log: a circular arena of Capacity bytes plus an overhang as long
-//     as the largest item, so every item is contiguous. Items are appended
-//     at a 64-bit, ever-increasing tail; the head is the oldest byte still
-//     intact. An item is
-//     [flags u8][keylen u8][vallen 1..4 B][expiry u32 if TTL][key][value]:
-//     3 bytes of header for a value under 256 bytes without a TTL.
+//     overflow bucket taken from a per-partition pool of spare buckets (one
+//     bucket in nine); words 1..7 are slots, each a 16-bit tag from the key
+//     hash and the low 48 bits of the item's offset in the log. A zero slot
+//     is empty.
+//   - The log: an arena of Capacity bytes used as a circular buffer, plus an
+//     overhang as long as the largest item, so every item is contiguous.
+//     Items are appended at a 64-bit, ever-increasing tail; the head is the
+//     oldest byte still intact. An item is
+//     [mark u8][keylen u8][uvarint vallen<<1|ttl][expiry u32, if ttl][key][value]:
+//     3 bytes of header for a value under 64 bytes without a TTL.
+//
+// Memory is split between index and log by Config.AvgItemSize: about two
+// slots per expected item. With the defaults, 10 M items of 16-byte keys
+// and 32-byte values fit in 70 bytes each, index and log included.
 //
 // The hash bits are split so the choices are independent: bits 0..31 pick
 // the bucket, bits 32..47 the partition, bits 48..63 the tag.
 //
-// # Correctness in cache mode
+// # Never a wrong value
 //
-// A lookup never returns a wrong value: a slot whose offset falls before the
-// log head points into overwritten space and is treated as empty, and a
-// live slot is a hit only when the stored key bytes equal the key. Because
-// slots keep 48 offset bits, a background-free sweep (a few buckets per
-// megabyte appended) clears dead slots long before the 48-bit offsets could
-// wrap around and alias live data.
+// A slot whose offset falls before the log head points into overwritten
+// space and counts as empty, and a live slot is a hit only when the stored
+// key bytes equal the key. Slots keep 48 offset bits; a sweep, which
+// compacts one bucket chain per few kilobytes appended, clears dead slots
+// long before 2^48 bytes pass and their offsets could alias live data.
 //
 // # Modes
 //
@@ -45,17 +49,41 @@
 // wraps, and a Put into a bucket chain with no free slot and no spare
 // bucket left evicts the chain's oldest item. With Config.ApproxLRU, a hit
 // on an item in the oldest eighth of the log re-appends it at the tail, so
-// items in use survive the wrap (approximate LRU).
+// items read more often than once per eighth of a log rotation survive the
+// wrap (approximate LRU).
 //
-// In ModeStore nothing is evicted: the log is cleaned instead, live items
-// at the head are moved to the tail and dead ones reclaimed, and a Put that
-// would take live data past the store limit (Capacity less one maximum item
-// and 1/16 of Capacity, which bounds cleaning work) returns StatusNoMemory,
-// as does a Put whose bucket chain is full with no spare bucket left.
+// In ModeStore nothing is evicted: the log is cleaned instead (live items
+// at the head are moved to the tail, dead ones reclaimed), and a Put that
+// would take the live bytes past Capacity less one maximum item and 1/16 of
+// Capacity (the slack bounds the cleaning work) returns StatusNoMemory, as
+// does a Put whose bucket chain is full with no spare bucket left. A
+// refused Put leaves the previous value in place.
+//
+// # Cache-mode Put
+//
+// Touching the item a Put supersedes costs a cache miss on a random line,
+// as much as the index lookup itself. So in cache mode, when exactly one
+// live slot of the chain has the key's tag, Put takes it as the key's
+// without reading the item (no duplicate can arise: the key, if present,
+// is in that slot). The superseded item is prefetched and settled 16 Puts
+// later, by then in the cache: marked gone, its bytes uncounted and, in the
+// rare case that it was another key with the same tag (about once in
+// 65536/load Puts of a new key), given a slot back. Until then that other
+// key misses, as if evicted for a moment. Delete and Stats settle first.
 //
 // # Limits
 //
 // Keys are 1..MaxKeyLen (250) bytes and values 0..Config.MaxValue bytes
 // (default 1 MiB), as memcached users expect; anything else is an error
-// (StatusBadKey, StatusTooLarge), never a truncation.
+// (StatusBadKey, StatusTooLarge), never a truncation. TTLs are relative
+// seconds on Config.Now; the memcached convention that an exptime over 30
+// days is an absolute Unix time belongs to the protocol layer (Store.Now
+// gives it the clock).
+//
+// # Batching
+//
+// Get, Put and Delete each wait for two or three cache misses. A server
+// with several requests at hand can call Prefetch for all of them, then
+// PrefetchItem, then serve them, so the misses overlap; on a 1 M-item
+// partition this makes Gets several times faster.
 package kv
