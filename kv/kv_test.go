@@ -36,7 +36,7 @@ func newTestStore(t testing.TB, cfg Config) (*Partition, *uint32) {
 
 func put(t testing.TB, p *Partition, key, val string, ttl uint32) {
 	t.Helper()
-	if st := p.Put(Hash([]byte(key)), []byte(key), []byte(val), ttl); st != StatusOK {
+	if st := p.Put(p.hashFn([]byte(key)), []byte(key), []byte(val), ttl); st != StatusOK {
 		t.Fatalf("put %q: %v", key, st)
 	}
 }
@@ -45,7 +45,7 @@ func put(t testing.TB, p *Partition, key, val string, ttl uint32) {
 func get(t testing.TB, p *Partition, key string) (string, bool) {
 	t.Helper()
 	dst := make([]byte, 64<<10)
-	n, st := p.Get(Hash([]byte(key)), []byte(key), dst)
+	n, st := p.Get(p.hashFn([]byte(key)), []byte(key), dst)
 	switch st {
 	case StatusOK:
 		return string(dst[:n]), true
@@ -562,6 +562,22 @@ func TestTagCollisionDeleteWins(t *testing.T) {
 	p.Stats()
 	if _, st := p.Get(hashOf(p, "a"), []byte("a"), make([]byte, 8)); st != StatusNotFound {
 		t.Fatalf("deleted key came back: %v", st)
+	}
+	mustCheck(t, p)
+}
+
+func TestTagCollisionPutAgain(t *testing.T) {
+	p, _ := newTestStore(t, Config{})
+	collide(p)
+	p.Put(hashOf(p, "a"), []byte("a"), []byte("va"), 0)
+	p.Put(hashOf(p, "b"), []byte("b"), []byte("vb"), 0) // takes a's slot for now
+	p.Put(hashOf(p, "a"), []byte("a"), []byte("va2"), 0)
+	st := p.Stats()
+	if st.Items != 2 || st.Evictions != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if v, _ := get(t, p, "a"); v != "va2" {
+		t.Fatalf("a = %q", v)
 	}
 	mustCheck(t, p)
 }

@@ -477,10 +477,12 @@ func (p *Partition) settle() {
 		nh, nklen, _, _ := header(nr)
 		key := r[h : h+klen]
 		if nklen != klen || !equalKey(nr[nh:nh+klen], key) {
-			if p.reslot(e.off, key) {
+			switch p.reslot(e.off, key) {
+			case reslotted:
 				return
+			case reslotFull:
+				p.st.Evictions++
 			}
-			p.st.Evictions++
 		}
 	}
 	r[0] = markGone
@@ -488,14 +490,21 @@ func (p *Partition) settle() {
 	p.st.Bytes -= uint64(h + klen + vlen)
 }
 
+// Outcomes of reslot.
+const (
+	reslotted  = iota // the item has a slot again
+	reslotNew         // the key has been put again meanwhile
+	reslotFull        // no free slot in the chain and no spare bucket
+)
+
 // reslot gives the live item at off, which lost its slot to another key,
-// a slot again. It fails if key has a live slot already, or its chain has
-// no free slot and no spare bucket is left.
-func (p *Partition) reslot(off uint64, key []byte) bool {
+// a slot again, unless its key has a live slot already or its chain has no
+// free slot and no spare bucket is left.
+func (p *Partition) reslot(off uint64, key []byte) int {
 	hash := p.hashFn(key)
 	b := p.bucketOf(hash)
 	if wi, _ := p.findIn(b, tagOf(hash), key); wi >= 0 {
-		return false
+		return reslotNew
 	}
 	slot := tagOf(hash)<<tagShift | off&offMask
 	window := p.tail - p.head
@@ -504,17 +513,17 @@ func (p *Partition) reslot(off uint64, key []byte) bool {
 		for i := 1; i < bucketWords; i++ {
 			if s := bk[i]; s == 0 || (p.tail-s)&offMask > window {
 				bk[i] = slot
-				return true
+				return reslotted
 			}
 		}
 		if nextOf(bk) == 0 {
 			nb := p.allocSpare()
 			if nb == 0 {
-				return false
+				return reslotFull
 			}
 			bk[0] |= nb
 			p.bucket(nb)[1] = slot
-			return true
+			return reslotted
 		}
 		b = nextOf(bk)
 	}

@@ -5,9 +5,9 @@ import (
 	"unsafe"
 )
 
-// Store is a set of partitions sharing one memory budget. New, Close and
-// the read-only accessors may be called from any goroutine; each Partition
-// belongs to one goroutine.
+// Store is a set of partitions sharing one memory budget. Its accessors
+// may be called from any goroutine; each Partition belongs to one
+// goroutine, and Close must wait until those have stopped using them.
 type Store struct {
 	cfg    Config
 	geo    geometry
@@ -74,9 +74,10 @@ func (s *Store) Config() Config { return s.cfg }
 // days) to the relative TTL that Put takes with it.
 func (s *Store) Now() uint32 { return s.cfg.Now() }
 
-// Close frees the off-heap memory. The partitions must not be used
-// afterwards (they are emptied, so a late call panics rather than reading
-// freed memory). Closing twice is a no-op.
+// Close frees the off-heap memory. Call it once the partitions' owners
+// have stopped; the partitions must not be used afterwards (they are
+// emptied, so a late call panics rather than reading freed memory).
+// Closing twice is a no-op.
 func (s *Store) Close() error {
 	if s.closed {
 		return nil
