@@ -128,48 +128,62 @@ func (c Config) normalize() (Config, error) {
 	return c, nil
 }
 
-// layout splits one partition's share of the budget into index and log.
-func (c Config) layout() (geometry, error) {
-	var g geometry
-	per := uint64(c.Memory) / uint64(c.Partitions)
-	g.maxRecord = maxHeader + MaxKeyLen + uint64(c.MaxValue)
-	g.overhang = g.maxRecord
-
+// indexShare is the fraction of memory given to the index: about two
+// slots per item of AvgItemSize.
+func (c Config) indexShare() float64 {
 	idxPerItem := float64(slotsPerItem) * bucketBytes / slotsPerBucket
 	logPerItem := float64(2 + uvarintLen(uint64(c.AvgItemSize)<<1) + uint64(c.AvgItemSize))
-	share := idxPerItem / (idxPerItem + logPerItem)
-	g.buckets = uint64(float64(per)*share) / bucketBytes
-	if g.buckets < spareEvery {
-		g.buckets = spareEvery
+	return idxPerItem / (idxPerItem + logPerItem)
+}
+
+// minPartition is the least memory a partition can have, found by
+// bisection: its log must hold two maximum items, plus an overhang of one.
+func (c Config) minPartition() uint64 {
+	lo, hi := uint64(0), uint64(maxLogCap) // split(lo) fails, split(hi) works
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if _, ok := c.split(mid); ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
 	}
-	if g.buckets > math.MaxUint32 {
-		g.buckets = math.MaxUint32
-	}
+	return hi
+}
+
+// split lays out a partition of per bytes; ok is false when its log
+// would not hold two maximum items.
+func (c Config) split(per uint64) (g geometry, ok bool) {
+	g.maxRecord = maxHeader + MaxKeyLen + uint64(c.MaxValue)
+	g.overhang = g.maxRecord
+	g.buckets = uint64(float64(per)*c.indexShare()) / bucketBytes
+	g.buckets = min(max(g.buckets, spareEvery), math.MaxUint32)
 	g.main = g.buckets - g.buckets/spareEvery
 	idx := g.buckets * bucketBytes
-
-	tooSmall := func() error {
-		need := idx + 3*g.maxRecord
-		return fmt.Errorf("kv: Memory %s too small: each of %d partitions gets %s, "+
-			"but with MaxValue %s a partition needs at least %s (index %s, a log of two "+
-			"maximum items and an overhang of one); raise Memory or lower MaxValue or Partitions",
-			FormatSize(c.Memory), c.Partitions, FormatSize(int64(per)), FormatSize(int64(c.MaxValue)),
-			FormatSize(int64(need)), FormatSize(int64(idx)))
-	}
-	if per < idx+g.overhang {
-		return g, tooSmall()
+	if per < idx+g.overhang+2*g.maxRecord {
+		return g, false
 	}
 	g.logCap = per - idx - g.overhang
-	if g.logCap < 2*g.maxRecord {
-		return g, tooSmall()
-	}
-	if g.logCap > maxLogCap {
+	g.region = idx + g.logCap + g.overhang
+	return g, true
+}
+
+// layout splits one partition's share of the budget into index and log.
+func (c Config) layout() (geometry, error) {
+	per := uint64(c.Memory) / uint64(c.Partitions)
+	g, ok := c.split(per)
+	switch {
+	case ok && g.logCap > maxLogCap:
 		return g, fmt.Errorf("kv: Memory %s gives each of %d partitions a log over %s; use more partitions",
 			FormatSize(c.Memory), c.Partitions, FormatSize(maxLogCap))
-	}
-	if per > math.MaxInt {
+	case !ok:
+		return g, fmt.Errorf("kv: Memory %s too small: each of %d partitions gets %s, "+
+			"but with MaxValue %s a partition needs at least %s (its log must hold two "+
+			"maximum items); raise Memory or lower MaxValue or Partitions",
+			FormatSize(c.Memory), c.Partitions, FormatSize(int64(per)), FormatSize(int64(c.MaxValue)),
+			FormatSize(int64(c.minPartition())))
+	case per > math.MaxInt:
 		return g, fmt.Errorf("kv: Memory %s per partition does not fit this platform's address space", FormatSize(int64(per)))
 	}
-	g.region = idx + g.logCap + g.overhang
 	return g, nil
 }

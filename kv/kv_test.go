@@ -152,6 +152,23 @@ func TestNewRejectsNonsense(t *testing.T) {
 	}
 }
 
+func TestMinimumMemory(t *testing.T) {
+	for _, mv := range []int{1, 1000, 64 << 10, 1 << 20} {
+		for _, avg := range []int{1, 48, 1000, 1 << 20} {
+			c, _ := Config{Partitions: 2, MaxValue: mv, AvgItemSize: avg}.normalize()
+			min := int64(c.minPartition())
+			c.Memory = 2 * min
+			if _, err := c.layout(); err != nil {
+				t.Errorf("MaxValue %d, AvgItemSize %d: the stated minimum %d fails: %v", mv, avg, min, err)
+			}
+			c.Memory = 2 * (min - 1)
+			if _, err := c.layout(); err == nil {
+				t.Errorf("MaxValue %d, AvgItemSize %d: less than the minimum %d works", mv, avg, min)
+			}
+		}
+	}
+}
+
 func TestDefaults(t *testing.T) {
 	s, err := New(Config{})
 	if err != nil {
