@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jakiro-kv/jakiro/rfp"
 )
 
@@ -127,6 +129,12 @@ func (c *Client) wait(ctx context.Context, spins *int) error {
 	c.mu.Unlock()
 	if *spins&15 == 0 {
 		runtime.Gosched() // let goroutines sharing the core run; spin otherwise
+	}
+	if *spins&1023 == 0 {
+		// Waiting long: give the core to other processes (the server may
+		// be one of them on a busy machine); Gosched only yields to
+		// goroutines.
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 	c.mu.Lock()
 	return nil

@@ -45,6 +45,7 @@ type opRec struct {
 	state     opState
 	writeDone bool
 	firstRead bool // no fetch READ completed yet
+	missed    bool // the first fetch READ found no result
 	reads     uint8
 	op        Op
 	seq       uint32
@@ -58,6 +59,10 @@ const (
 	idWrite = 1
 	idRead  = 2
 )
+
+// nearMiss is the slack within which a late result still counts against
+// the fetch delay.
+const nearMiss = 2_000 // ns
 
 // maxRetryGap caps the wait between not-ready READs of one request.
 const maxRetryGap = 20_000 // ns
@@ -316,7 +321,7 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 	case SlotEmpty:
 		in.stats.NotReady++
 		if first {
-			in.delay.OnFirstRead(false, rec.sent, now)
+			rec.missed = true // judged when the result comes: near miss or stall?
 		}
 		if in.cfg.Mode == ModeHybrid {
 			in.hybrid.OnFetch(false)
@@ -334,11 +339,22 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 		in.stats.Torn++
 		rec.state, rec.due = opWaiting, now
 	case SlotShort:
+		if first {
+			in.delay.OnFirstRead(true, rec.sent, now)
+		}
 		in.stats.ExtraReads++
 		in.postRead(idx, last, need)
 	case SlotReady:
 		if first {
 			in.delay.OnFirstRead(true, rec.sent, now)
+		} else if rec.missed {
+			// Only a near miss says the delay is short. A result that took
+			// far longer (a stalled or dozing server) says nothing about the
+			// delay, and counting it would ratchet every later fetch late.
+			if now-rec.sent <= 2*in.delay.NS()+nearMiss {
+				in.delay.OnFirstRead(false, rec.sent, now)
+			}
+			rec.missed = false
 		}
 		if in.cfg.Mode == ModeHybrid {
 			in.hybrid.OnFetch(true)
