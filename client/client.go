@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -75,6 +76,14 @@ func (c *Client) RFS() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.in.RFS()
+}
+
+// FetchDelay is the current wait before a first fetch READ (it adapts
+// unless fixed with WithFetchDelay).
+func (c *Client) FetchDelay() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Duration(c.in.FetchDelayNS())
 }
 
 func (c *Client) check(key, value []byte) error {

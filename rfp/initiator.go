@@ -95,7 +95,15 @@ type Initiator struct {
 	failed  error
 	ringer  fabric.Ringer // nil when the fabric has no doorbells
 	rungAt  []int64       // per partition: last doorbell ring
+	postAt  []int64       // per partition: last request WRITE posted
+	wake    []int         // partitions to ring once the pending WRITEs are posted
 }
+
+// QuietRing: a request to a partition this client has not written to for
+// this long rings its doorbell right after the WRITE, without waiting for
+// RingAfter: the partition has likely stopped spinning (the server spins
+// 200µs by default) and waking it is the whole latency.
+const QuietRing = 100_000 // ns
 
 // RingAfter is how long a request may go unanswered before the client
 // rings its partition's doorbell, in case the partition dozes: long enough
@@ -139,6 +147,7 @@ func NewInitiator(conn fabric.Conn, local *fabric.Region, w Welcome, cfg Initiat
 		comps:   make([]fabric.Completion, 64),
 		hybrid:  NewHybrid(cfg.HybridR, 0),
 		rungAt:  make([]int64, l.Partitions),
+		postAt:  make([]int64, l.Partitions),
 		delay:   NewFetchDelay(cfg.FetchDelayNS),
 		epoch:   time.Now(),
 	}
@@ -217,7 +226,7 @@ func (in *Initiator) Submit(p int, op Op, key, value []byte, ttl uint32) (int, e
 	off := l.ReqOff(p, s)
 	n := PutRequest(in.mem[off:off+l.ReqSlot], seq, op, flags, key, value, ttl)
 	rec := &in.ops[idx]
-	now := in.clock // as of the last Progress: a clock read per request costs more than it tells
+	now := in.now() // fresh: after a quiet spell the last Progress's clock is stale
 	*rec = opRec{seq: seq, op: op, firstRead: true, state: opWaiting, sent: now, due: now + in.delay.NS()}
 	if flags&FlagReply != 0 {
 		ro := l.RespOff(p, s)
@@ -275,10 +284,27 @@ func (in *Initiator) Progress(out []Result) (int, error) {
 		}
 	}
 	if len(in.pending) > 0 {
+		if in.ringer != nil {
+			for i := range in.pending {
+				if op := &in.pending[i]; op.ID&3 == idWrite {
+					p := int(op.ID>>2) / l.Slots
+					if now-in.postAt[p] > QuietRing {
+						in.wake = append(in.wake, p)
+					}
+					in.postAt[p] = now
+				}
+			}
+		}
 		if err := in.conn.Post(in.pending); err != nil {
 			return nout, in.fail(err)
 		}
 		in.pending = in.pending[:0]
+		for _, p := range in.wake {
+			in.rungAt[p] = now
+			in.stats.Rings++
+			in.ringer.RingBell(p)
+		}
+		in.wake = in.wake[:0]
 	}
 	n, err := in.conn.Poll(in.comps)
 	if err != nil {

@@ -23,6 +23,10 @@ type Config struct {
 	// (default 20µs).
 	SpinIdle  time.Duration
 	DozeSleep time.Duration
+	// IdlePoll makes idle partitions poll every DozeSleep instead of
+	// blocking on their doorbells: a tighter wake-up bound for some idle
+	// CPU. Fabrics without doorbells (verbs) always poll.
+	IdlePoll bool
 	Fabric    fabric.Options
 	Logf      func(format string, args ...any)
 }

@@ -46,6 +46,8 @@ func serverChild() int {
 		Partitions: envInt("JAKIRO_E2E_PARTITIONS", 2),
 		Memory:     64 << 20,
 		MaxValue:   envInt("JAKIRO_E2E_MAXVALUE", 64<<10),
+		IdlePoll:   os.Getenv("JAKIRO_E2E_IDLE") == "poll",
+		DozeSleep:  time.Duration(envInt("JAKIRO_E2E_DOZE_NS", 0)),
 	})
 	if err != nil {
 		fmt.Println("ERROR", err)

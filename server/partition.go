@@ -89,7 +89,7 @@ func (p *partition) run() {
 			continue
 		}
 		p.dozes++
-		if s.ln.HasDoorbells() {
+		if s.ln.HasDoorbells() && !s.cfg.IdlePoll {
 			// Block until a client rings (it does after rfp.RingAfter
 			// without an answer); wake now and then for housekeeping.
 			if rang, _ := s.ln.WaitBell(p.id, bellTimeout); rang {

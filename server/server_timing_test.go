@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -223,7 +224,7 @@ func BenchmarkLatency(b *testing.B) {
 func BenchmarkIdleWakeup(b *testing.B) {
 	for _, fab := range e2eFabrics() {
 		b.Run(fab, func(b *testing.B) {
-			srv := startServerB(b, fab)
+			srv := startServerTB(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1", "JAKIRO_E2E_IDLE="+os.Getenv("JAKIRO_BENCH_IDLE"), "JAKIRO_E2E_DOZE_NS="+os.Getenv("JAKIRO_BENCH_DOZE_NS"))
 			ctx := context.Background()
 			c, err := client.Dial(ctx, srv.addr)
 			if err != nil {
@@ -255,6 +256,7 @@ func BenchmarkIdleWakeup(b *testing.B) {
 			b.ReportMetric(float64(idle.ValueAtQuantile(99))/1e3, "idle-p99-µs")
 			b.ReportMetric(float64(warm.ValueAtQuantile(50))/1e3, "warm-p50-µs")
 			b.ReportMetric(float64(c.Counters().Rings-rings)/float64(b.N), "rings/idle-get")
+			b.ReportMetric(float64(c.FetchDelay().Nanoseconds()), "fetch-delay-ns")
 		})
 	}
 }

@@ -58,7 +58,8 @@ func serverCommand() *cli.Command {
 			&cli.IntFlag{Name: "slots", Value: 8, Usage: "request/response slots per client per partition", EnvVars: []string{"JAKIRO_SLOTS"}},
 			&cli.BoolFlag{Name: "store", Usage: "store mode: never evict, PUT fails when full", EnvVars: []string{"JAKIRO_STORE"}},
 			&cli.BoolFlag{Name: "lru", Usage: "re-append hits near the eviction point (approximate LRU)", EnvVars: []string{"JAKIRO_LRU"}},
-			&cli.DurationFlag{Name: "doze", Value: 20 * time.Microsecond, Usage: "idle sleep: bounds wake-up latency", EnvVars: []string{"JAKIRO_DOZE"}},
+			&cli.StringFlag{Name: "idle", Value: "bell", Usage: "idle partitions: bell (block on a doorbell clients ring: ~0 CPU) or poll (every --doze: tighter wake-up, some CPU)", EnvVars: []string{"JAKIRO_IDLE"}},
+			&cli.DurationFlag{Name: "doze", Value: 20 * time.Microsecond, Usage: "idle poll interval (--idle poll, and fabrics without doorbells)", EnvVars: []string{"JAKIRO_DOZE"}},
 			&cli.DurationFlag{Name: "spin", Value: 200 * time.Microsecond, Usage: "busy-poll this long after the last request before dozing", EnvVars: []string{"JAKIRO_SPIN"}},
 			&cli.StringFlag{Name: "rdma-dev", Usage: "RDMA device (rdma:// only)", EnvVars: []string{"JAKIRO_RDMA_DEV"}},
 			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464)", EnvVars: []string{"JAKIRO_METRICS"}},
@@ -77,11 +78,15 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err, exitError)
 	}
+	idle := c.String("idle")
+	if idle != "bell" && idle != "poll" {
+		return cli.Exit(fmt.Errorf("--idle %q: want bell or poll", idle), exitError)
+	}
 	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
 	cfg := server.Config{
 		Listen: c.String("listen"), Partitions: c.Int("partitions"), Memory: mem, MaxValue: int(maxValue),
 		Slots: c.Int("slots"), Store: c.Bool("store"), ApproxLRU: c.Bool("lru"),
-		DozeSleep: c.Duration("doze"), SpinIdle: c.Duration("spin"),
+		DozeSleep: c.Duration("doze"), SpinIdle: c.Duration("spin"), IdlePoll: idle == "poll",
 		Fabric: fabric.Options{Device: c.String("rdma-dev")},
 	}
 	if !c.Bool("quiet") {
