@@ -27,8 +27,8 @@ type Config struct {
 	// blocking on their doorbells: a tighter wake-up bound for some idle
 	// CPU. Fabrics without doorbells (verbs) always poll.
 	IdlePoll bool
-	Fabric    fabric.Options
-	Logf      func(format string, args ...any)
+	Fabric   fabric.Options
+	Logf     func(format string, args ...any)
 }
 
 func (c Config) withDefaults() (Config, error) {
