@@ -2,8 +2,9 @@ package rfp
 
 // FetchDelay is how long a client waits after sending a request before its
 // first fetch READ. Reading too early costs a wasted READ (a round trip);
-// too late costs latency. It adapts AIMD-style towards about one not-ready
-// first READ in 128: a miss adds 1/16, a hit removes 1/2048. Misses come in
+// too late costs latency. It adapts AIMD-style towards rare not-ready
+// first READs (about 1%, the paper's "2 round trips"): a near miss adds
+// 1/16, a hit removes 1/16384. Misses come in
 // bursts (a stalled server misses every request in flight), so it grows at
 // most once per generation: a miss of a request sent before the last
 // increase says nothing new. Fixed delays (including zero) are allowed. A
@@ -40,7 +41,7 @@ func (d *FetchDelay) OnFirstRead(ready bool, sentNS, nowNS int64) {
 		return
 	}
 	if ready {
-		d.ns -= d.ns >> 11
+		d.ns -= d.ns >> 14
 		d.ns = max(d.ns, minFetchDelay<<delayShift)
 		return
 	}

@@ -354,8 +354,9 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 		}
 		in.maybeRing(p, rec, now)
 		// Retries back off per request: a server that is slow or dozing
-		// must not cost a flood of READs.
-		gap := in.delay.NS()/4 + 100
+		// must not cost a flood of READs. The first retry waits half the
+		// delay, long enough that it rarely misses again.
+		gap := in.delay.NS()/2 + 200
 		gap <<= min(rec.reads, 7)
 		if rec.reads < 255 {
 			rec.reads++
