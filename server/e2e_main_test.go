@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	fabricbench.ServeChildIfRequested() // the raw-fabric target of BenchmarkGet
 	switch os.Getenv("JAKIRO_E2E_ROLE") {
 	case "server":
+		if os.Getenv("JAKIRO_E2E_ROLE_OVERRIDE") == "echo" {
+			os.Exit(echoChild())
+		}
 		os.Exit(serverChild())
 	case "client":
 		os.Exit(clientChild())

@@ -22,25 +22,29 @@ const benchWindow = 8
 
 // BenchmarkGet runs, in one process tree and one after another, on each
 // fabric: the raw fabric round trip (a 32 B WRITE and a 40 B READ back,
-// window 8, no server CPU involved: the fabric work of one GET), then
+// window 8, no server CPU involved: the fabric work of one GET), the raw
+// echo round trip (the same through a target goroutine that copies each
+// request into its response slot: a request/response with nothing of RFP),
+// then
 // pipelined GETs (16 B keys, 32 B values, uniform) in every mode at the
 // same window against a one-partition server process, and prints each
-// mode's ratio to the raw round trip.
+// mode's ratio to both baselines.
 func BenchmarkGet(b *testing.B) {
 	for _, fab := range e2eFabrics() {
 		b.Run(fab, func(b *testing.B) {
 			rates := map[string]float64{}
 			b.Run("raw", func(b *testing.B) { rates["raw"] = benchRaw(b, fab) })
+			b.Run("echo", func(b *testing.B) { rates["echo"] = benchEcho(b, fab) })
 			srv := startServerTB(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1")
 			for _, m := range modes {
 				b.Run(m.String(), func(b *testing.B) { rates[m.String()] = benchGets(b, srv.addr, m) })
 			}
-			if raw := rates["raw"]; raw > 0 {
+			if raw, echo := rates["raw"], rates["echo"]; raw > 0 && echo > 0 {
 				var sb strings.Builder
 				for _, m := range modes {
-					fmt.Fprintf(&sb, " %s/raw=%.2f", m, rates[m.String()]/raw)
+					fmt.Fprintf(&sb, " %s/raw=%.3f %s/echo=%.2f", m, rates[m.String()]/raw, m, rates[m.String()]/echo)
 				}
-				b.Logf("%s: raw round trips %.3f M/s;%s", fab, raw, sb.String())
+				b.Logf("%s: raw WRITE+READ %.3f M/s, echo through the target CPU %.3f M/s;%s", fab, raw, echo, sb.String())
 			}
 		})
 	}

@@ -1,0 +1,171 @@
+package server_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+// The echo target is the raw-fabric baseline for a request/response round
+// trip through the target's CPU: a client WRITEs a 32 B request into a
+// slot, one target goroutine polls the slots and copies each request into
+// the matching response slot, the client READs it back. It is RFP with
+// nothing of RFP: no store, no checksums, no protocol.
+
+const (
+	echoSlots    = 8
+	echoReq      = 32
+	echoResp     = 40
+	echoSlotSize = 128
+)
+
+func echoChild() int {
+	ln, err := fabric.Listen(os.Getenv("JAKIRO_E2E_LISTEN"), fabric.Options{})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	go func() { <-ctx.Done(); ln.Close() }()
+	fmt.Println("READY", ln.Addr())
+	for {
+		s, err := ln.Accept(context.Background())
+		if err != nil {
+			return 0
+		}
+		r, err := s.Alloc(2 * echoSlots * echoSlotSize)
+		if err != nil {
+			s.Close()
+			continue
+		}
+		var d [fabric.DescSize]byte
+		r.Desc().Put(d[:])
+		c, err := s.Establish(context.Background(), d[:])
+		if err != nil {
+			continue
+		}
+		go echoServe(c, r.Bytes())
+	}
+}
+
+func word(b []byte) *uint32 { return (*uint32)(unsafe.Pointer(&b[0])) }
+
+func echoServe(c fabric.Conn, mem []byte) {
+	var next [echoSlots]uint32
+	for i := range next {
+		next[i] = 1
+	}
+	for {
+		select {
+		case <-c.Done():
+			return
+		default:
+		}
+		for s := 0; s < echoSlots; s++ {
+			req := mem[s*echoSlotSize:]
+			if atomic.LoadUint32(word(req)) != next[s] {
+				continue
+			}
+			resp := mem[(echoSlots+s)*echoSlotSize:]
+			copy(resp[4:echoResp], req[4:echoReq])
+			atomic.StoreUint32(word(resp), next[s])
+			next[s]++
+		}
+	}
+}
+
+// benchEcho measures request/response round trips per second (millions)
+// through the echo target, window benchWindow, streaming.
+func benchEcho(b *testing.B, fab string) float64 {
+	srv := startServerTB(b, e2eListenTB(b, fab), "JAKIRO_E2E_ROLE_OVERRIDE=echo")
+	ctx := context.Background()
+	setup, err := fabric.Dial(ctx, srv.addr, fabric.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	conn, err := setup.Establish(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	remote, err := fabric.ParseDesc(conn.PeerData())
+	if err != nil {
+		b.Fatal(err)
+	}
+	local, err := conn.Alloc(2 * echoSlots * echoSlotSize)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mem := local.Bytes()
+	var seq [echoSlots]uint32
+	ops := make([]fabric.Op, 0, 2*echoSlots)
+	cs := make([]fabric.Completion, 2*echoSlots)
+	send := func(s int) {
+		seq[s]++
+		off := s * echoSlotSize
+		binary.LittleEndian.PutUint32(mem[off:], seq[s])
+		ops = append(ops, fabric.Op{Kind: fabric.OpWrite, ID: uint64(s), Local: local, LocalOff: off, Len: echoReq, Remote: remote, RemoteOff: uint64(off)})
+	}
+	fetch := func(s int) {
+		off := (echoSlots + s) * echoSlotSize
+		ops = append(ops, fabric.Op{Kind: fabric.OpRead, ID: uint64(echoSlots + s), Local: local, LocalOff: off, Len: echoResp, Remote: remote, RemoteOff: uint64(off)})
+	}
+	b.ResetTimer()
+	start := time.Now()
+	posted, done := 0, 0
+	for s := 0; s < echoSlots && posted < b.N; s++ {
+		send(s)
+		fetch(s)
+		posted++
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for done < b.N {
+		if len(ops) > 0 {
+			if err := conn.Post(ops); err != nil {
+				b.Fatal(err)
+			}
+			ops = ops[:0]
+		}
+		n, err := conn.Poll(cs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range cs[:n] {
+			if c.Err != nil {
+				b.Fatal(c.Err)
+			}
+			if c.ID < echoSlots {
+				continue // the request WRITE
+			}
+			s := int(c.ID) - echoSlots
+			off := (echoSlots + s) * echoSlotSize
+			if binary.LittleEndian.Uint32(mem[off:]) != seq[s] {
+				fetch(s) // not echoed yet: READ again
+				continue
+			}
+			done++
+			if posted < b.N {
+				send(s)
+				fetch(s)
+				posted++
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatal(errors.New("echo benchmark stuck"))
+		}
+	}
+	rate := float64(b.N) / time.Since(start).Seconds() / 1e6
+	b.ReportMetric(rate, "Mrt/s")
+	return rate
+}
