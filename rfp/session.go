@@ -99,6 +99,31 @@ func (s *Session) Poll(p int, now int64, r *Request) bool {
 	return true
 }
 
+// PollBatch fills rs with the consecutive ready requests of partition p's
+// ring, starting at the next one, without consuming them: the caller
+// answers them in order with ResponseValue/Respond (rs[i] is answered by
+// the i-th Respond). Seeing several at once lets a server overlap their
+// memory accesses. A malformed slot is reported as Poll does, alone.
+func (s *Session) PollBatch(p int, now int64, rs []Request) int {
+	if len(rs) == 0 || !s.Poll(p, now, &rs[0]) {
+		return 0
+	}
+	if rs[0].Op == 0 {
+		return 1
+	}
+	ring := &s.rings[p]
+	l := s.layout
+	n := 1
+	for ; n < len(rs) && n < l.Slots; n++ {
+		seq := ring.next + uint32(n)
+		off := l.ReqOff(p, SlotOf(seq, l.Slots))
+		if ParseRequest(s.mem[off:off+l.ReqSlot], seq, l.MaxValue, &rs[n]) != SlotReady {
+			break
+		}
+	}
+	return n
+}
+
 // ResponseValue is where partition p puts the value of the response to the
 // request Poll returned, before Respond.
 func (s *Session) ResponseValue(p int) []byte {

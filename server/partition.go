@@ -44,7 +44,8 @@ func (p *partition) run() {
 	defer p.stopped.Store(true)
 	lowerTimerSlack()
 	s := p.srv
-	var req rfp.Request
+	var reqs [rfp.MaxSlots]rfp.Request
+	var hashes [rfp.MaxSlots]uint64
 	var idleSince int64
 	var now int64
 	var list []*rfp.Session
@@ -67,9 +68,26 @@ func (p *partition) run() {
 		}
 		work := 0
 		for _, sess := range list {
-			for sess.Poll(p.id, now, &req) {
-				p.serve(sess, &req)
-				work++
+			for {
+				n := sess.PollBatch(p.id, now, reqs[:])
+				if n == 0 {
+					break
+				}
+				// Start every lookup's memory loads before doing any: the
+				// misses of a window of requests overlap instead of queueing.
+				for i := 0; i < n; i++ {
+					hashes[i] = kv.Hash(reqs[i].Key)
+					p.kv.Prefetch(hashes[i])
+				}
+				if n > 1 {
+					for i := 0; i < n; i++ {
+						p.kv.PrefetchItem(hashes[i])
+					}
+				}
+				for i := 0; i < n; i++ {
+					p.serve(sess, &reqs[i], hashes[i])
+				}
+				work += n
 			}
 		}
 		if work > 0 {
@@ -122,7 +140,7 @@ func statusOf(st kv.Status) rfp.Status {
 }
 
 // serve runs one request and publishes its response.
-func (p *partition) serve(sess *rfp.Session, r *rfp.Request) {
+func (p *partition) serve(sess *rfp.Session, r *rfp.Request, h uint64) {
 	val := sess.ResponseValue(p.id)
 	st, n := rfp.StatusBadRequest, 0
 	switch r.Op {
@@ -131,7 +149,6 @@ func (p *partition) serve(sess *rfp.Session, r *rfp.Request) {
 			st = rfp.StatusBadKey
 			break
 		}
-		h := kv.Hash(r.Key)
 		if p.srv.store.PartitionOf(h) != p.id {
 			break // the client wrote to a ring that does not own the key
 		}
