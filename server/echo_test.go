@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -89,28 +88,11 @@ func echoServe(c fabric.Conn, mem []byte) {
 // through the echo target, window benchWindow, streaming.
 func benchEcho(b *testing.B, fab string) float64 {
 	srv := startServerTB(b, e2eListenTB(b, fab), "JAKIRO_E2E_ROLE_OVERRIDE=echo")
-	ctx := context.Background()
-	setup, err := fabric.Dial(ctx, srv.addr, fabric.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	conn, err := setup.Establish(ctx, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	conn, remote, local := dialTarget(b, srv.addr)
 	defer conn.Close()
-	remote, err := fabric.ParseDesc(conn.PeerData())
-	if err != nil {
-		b.Fatal(err)
-	}
-	local, err := conn.Alloc(2 * echoSlots * echoSlotSize)
-	if err != nil {
-		b.Fatal(err)
-	}
 	mem := local.Bytes()
 	var seq [echoSlots]uint32
 	ops := make([]fabric.Op, 0, 2*echoSlots)
-	cs := make([]fabric.Completion, 2*echoSlots)
 	send := func(s int) {
 		seq[s]++
 		off := s * echoSlotSize
@@ -129,42 +111,22 @@ func benchEcho(b *testing.B, fab string) float64 {
 		fetch(s)
 		posted++
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for done < b.N {
-		if len(ops) > 0 {
-			if err := conn.Post(ops); err != nil {
-				b.Fatal(err)
-			}
-			ops = ops[:0]
+	pump(b, conn, &ops, func(c fabric.Completion) {
+		if c.ID < echoSlots {
+			return // the request WRITE
 		}
-		n, err := conn.Poll(cs)
-		if err != nil {
-			b.Fatal(err)
+		s := int(c.ID) - echoSlots
+		if binary.LittleEndian.Uint32(mem[(echoSlots+s)*echoSlotSize:]) != seq[s] {
+			fetch(s) // not echoed yet: READ again
+			return
 		}
-		for _, c := range cs[:n] {
-			if c.Err != nil {
-				b.Fatal(c.Err)
-			}
-			if c.ID < echoSlots {
-				continue // the request WRITE
-			}
-			s := int(c.ID) - echoSlots
-			off := (echoSlots + s) * echoSlotSize
-			if binary.LittleEndian.Uint32(mem[off:]) != seq[s] {
-				fetch(s) // not echoed yet: READ again
-				continue
-			}
-			done++
-			if posted < b.N {
-				send(s)
-				fetch(s)
-				posted++
-			}
+		done++
+		if posted < b.N {
+			send(s)
+			fetch(s)
+			posted++
 		}
-		if time.Now().After(deadline) {
-			b.Fatal(errors.New("echo benchmark stuck"))
-		}
-	}
+	}, func() bool { return done >= b.N })
 	rate := float64(b.N) / time.Since(start).Seconds() / 1e6
 	b.ReportMetric(rate, "Mrt/s")
 	return rate

@@ -74,26 +74,9 @@ func benchRaw(b *testing.B, fab string) float64 {
 		b.Fatal(err)
 	}
 	defer tgt.Stop()
-	ctx := context.Background()
-	setup, err := fabric.Dial(ctx, addr, fabric.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	conn, err := setup.Establish(ctx, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	conn, remote, local := dialTarget(b, addr)
 	defer conn.Close()
-	remote, err := fabric.ParseDesc(conn.PeerData())
-	if err != nil {
-		b.Fatal(err)
-	}
-	local, err := conn.Alloc(1 << 16)
-	if err != nil {
-		b.Fatal(err)
-	}
 	ops := make([]fabric.Op, 0, 2*benchWindow)
-	cs := make([]fabric.Completion, 2*benchWindow)
 	pair := func(w int) {
 		off := w * 128
 		ops = append(ops,
@@ -109,30 +92,15 @@ func benchRaw(b *testing.B, fab string) float64 {
 		pair(w)
 		posted++
 	}
-	for done < b.N {
-		if len(ops) > 0 {
-			if err := conn.Post(ops); err != nil {
-				b.Fatal(err)
-			}
-			ops = ops[:0]
-		}
-		n, err := conn.Poll(cs)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, c := range cs[:n] {
-			if c.Err != nil {
-				b.Fatal(c.Err)
-			}
-			if c.Kind == fabric.OpRead {
-				done++
-				if posted < b.N {
-					pair(int(c.ID / 2))
-					posted++
-				}
+	pump(b, conn, &ops, func(c fabric.Completion) {
+		if c.Kind == fabric.OpRead {
+			done++
+			if posted < b.N {
+				pair(int(c.ID / 2))
+				posted++
 			}
 		}
-	}
+	}, func() bool { return done >= b.N })
 	el := time.Since(start)
 	rate := float64(b.N) / el.Seconds() / 1e6
 	b.ReportMetric(rate, "Mrt/s")
@@ -262,5 +230,60 @@ func BenchmarkIdleWakeup(b *testing.B) {
 			b.ReportMetric(float64(c.Counters().Rings-rings)/float64(b.N), "rings/idle-get")
 			b.ReportMetric(float64(c.FetchDelay().Nanoseconds()), "fetch-delay-ns")
 		})
+	}
+}
+
+// dialTarget connects to a raw target (fabricbench's or the echo child)
+// whose accept data is the Desc of the region it grants, and registers a
+// local region of the same size.
+func dialTarget(b *testing.B, addr string) (fabric.Conn, fabric.Desc, *fabric.Region) {
+	ctx := context.Background()
+	setup, err := fabric.Dial(ctx, addr, fabric.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	conn, err := setup.Establish(ctx, nil)
+	if err != nil {
+		setup.Close()
+		b.Fatal(err)
+	}
+	remote, err := fabric.ParseDesc(conn.PeerData())
+	if err != nil {
+		conn.Close()
+		b.Fatal(err)
+	}
+	local, err := conn.Alloc(int(remote.Len))
+	if err != nil {
+		conn.Close()
+		b.Fatal(err)
+	}
+	return conn, remote, local
+}
+
+// pump posts what the handlers queue in *ops and hands every completion to
+// handle until done, failing on any error or after two minutes.
+func pump(b *testing.B, conn fabric.Conn, ops *[]fabric.Op, handle func(fabric.Completion), done func() bool) {
+	cs := make([]fabric.Completion, 64)
+	deadline := time.Now().Add(2 * time.Minute)
+	for i := 0; !done(); i++ {
+		if len(*ops) > 0 {
+			if err := conn.Post(*ops); err != nil {
+				b.Fatal(err)
+			}
+			*ops = (*ops)[:0]
+		}
+		n, err := conn.Poll(cs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range cs[:n] {
+			if c.Err != nil {
+				b.Fatal(c.Err)
+			}
+			handle(c)
+		}
+		if i&4095 == 0 && time.Now().After(deadline) {
+			b.Fatal("benchmark stuck for two minutes")
+		}
 	}
 }
