@@ -26,9 +26,11 @@ type Server struct {
 	list     atomic.Pointer[[]*rfp.Session] // what partitions scan
 	gen      atomic.Uint64                  // bumped after every list change
 
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	clients atomic.Int64
+	stop      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	wg        sync.WaitGroup
+	clients   atomic.Int64
 }
 
 // New builds the store, listens and starts the partition goroutines.
@@ -150,11 +152,13 @@ func (s *Server) remove(sess *rfp.Session) {
 // Close stops accepting, disconnects every client, stops the partitions
 // and frees the store. It is safe to call more than once.
 func (s *Server) Close() error {
-	select {
-	case <-s.stop:
-		return nil
-	default:
-	}
+	// Serve's context watcher and the caller may both close: once, and
+	// every caller returns after the shutdown is complete.
+	s.closeOnce.Do(func() { s.closeErr = s.shutdown() })
+	return s.closeErr
+}
+
+func (s *Server) shutdown() error {
 	close(s.stop)
 	for p := range s.parts {
 		s.ln.RingBell(p) // wake partitions blocked on their doorbells
