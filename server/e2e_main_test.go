@@ -50,7 +50,12 @@ func serverChild() int {
 		Memory:     64 << 20,
 		MaxValue:   envInt("JAKIRO_E2E_MAXVALUE", 64<<10),
 		IdlePoll:   os.Getenv("JAKIRO_E2E_IDLE") == "poll",
-		DozeSleep:  time.Duration(envInt("JAKIRO_E2E_DOZE_NS", 0)),
+		Logf: func(f string, a ...any) {
+			if os.Getenv("JAKIRO_E2E_LOG") != "" {
+				fmt.Fprintf(os.Stderr, "server: "+f+"\n", a...)
+			}
+		},
+		DozeSleep: time.Duration(envInt("JAKIRO_E2E_DOZE_NS", 0)),
 	})
 	if err != nil {
 		fmt.Println("ERROR", err)

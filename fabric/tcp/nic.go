@@ -206,6 +206,10 @@ func (c *conn) tryResponses() {
 		c.kickSender()
 		return
 	}
+	// Read the ring again under the lock: the sender may have sent some of
+	// [h, t) while we waited, and sending them twice would hand the peer a
+	// response it has no request for.
+	h, t = c.nhead.Load(), c.ntail.Load()
 	for ; h != t; h++ {
 		e := &c.nic[h&c.nmask]
 		if respSize+int(e.n) > c.out.room() && e.r != nil || respSize > c.out.room() {
