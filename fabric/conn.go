@@ -1,6 +1,9 @@
 package fabric
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Handshake private data limits, those of RC connection management
 // (rdma_cm over IB/RoCE): every provider enforces them, so a protocol that
@@ -54,4 +57,17 @@ type Listener interface {
 	// Addr is the URL dialers use to reach this listener.
 	Addr() string
 	Close() error
+}
+
+// CheckPrivateData is the Establish check every provider makes: data must
+// fit the handshake of its side (dialer or acceptor).
+func CheckPrivateData(data []byte, dialer bool) error {
+	limit := MaxAcceptData
+	if dialer {
+		limit = MaxDialData
+	}
+	if len(data) > limit {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrPrivateData, len(data), limit)
+	}
+	return nil
 }

@@ -47,12 +47,8 @@ func (s *setup) PeerData() []byte {
 }
 
 func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error) {
-	limit := fabric.MaxDialData
-	if s.acceptor {
-		limit = fabric.MaxAcceptData
-	}
-	if len(data) > limit {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", fabric.ErrPrivateData, len(data), limit)
+	if err := fabric.CheckPrivateData(data, !s.acceptor); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,7 +2,6 @@ package shm_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/jakiro-kv/jakiro/fabric"
 	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
+	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
 )
 
 // BenchmarkFabric measures raw one-sided throughput: 32-byte READs and
@@ -29,24 +29,7 @@ func BenchmarkFabric(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer srv.Stop()
-	for _, kind := range []fabric.OpKind{fabric.OpRead, fabric.OpWrite} {
-		for _, ini := range []int{1, 2, 4} {
-			for _, win := range []int{1, 8, 32} {
-				b.Run(fmt.Sprintf("%v/init=%d/window=%d", kind, ini, win), func(b *testing.B) {
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					defer cancel()
-					res, err := fabricbench.RunN(ctx, addr, kind, ini, win, 32, uint64(b.N))
-					if err != nil {
-						b.Fatal(err)
-					}
-					if res.Ops != uint64(b.N) {
-						b.Fatalf("%d ops done, want %d", res.Ops, b.N)
-					}
-					b.ReportMetric(res.Mops, "Mops")
-				})
-			}
-		}
-	}
+	fabrictest.BenchOps(b, addr, []int{1, 2, 4}, []int{1, 8, 32})
 }
 
 // BenchmarkPostPoll is the CPU cost of one 32-byte READ through Post and

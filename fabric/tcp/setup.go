@@ -62,12 +62,8 @@ func (s *setup) Close() error {
 var errAborted = errors.New("fabric/tcp: handshake aborted")
 
 func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error) {
-	limit := fabric.MaxAcceptData
-	if s.dialer {
-		limit = fabric.MaxDialData
-	}
-	if len(data) > limit {
-		return nil, fmt.Errorf("%w: %d bytes, at most %d", fabric.ErrPrivateData, len(data), limit)
+	if err := fabric.CheckPrivateData(data, s.dialer); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

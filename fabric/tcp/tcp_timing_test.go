@@ -1,14 +1,11 @@
 package tcp
 
 import (
-	"context"
-	"fmt"
 	"net"
 	"testing"
-	"time"
 
-	"github.com/jakiro-kv/jakiro/fabric"
 	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
+	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
 )
 
 // BenchmarkFabric measures raw one-sided throughput over loopback: 32-byte
@@ -19,24 +16,7 @@ import (
 func BenchmarkFabric(b *testing.B) {
 	addr, srv := startTarget(b)
 	defer srv.Stop()
-	for _, kind := range []fabric.OpKind{fabric.OpRead, fabric.OpWrite} {
-		for _, ini := range []int{1, 2} {
-			for _, win := range []int{1, 8, 32} {
-				b.Run(fmt.Sprintf("%v/init=%d/window=%d", kind, ini, win), func(b *testing.B) {
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					defer cancel()
-					res, err := fabricbench.RunN(ctx, addr, kind, ini, win, 32, uint64(b.N))
-					if err != nil {
-						b.Fatal(err)
-					}
-					if res.Ops != uint64(b.N) {
-						b.Fatalf("%d ops done, want %d", res.Ops, b.N)
-					}
-					b.ReportMetric(res.Mops, "Mops")
-				})
-			}
-		}
-	}
+	fabrictest.BenchOps(b, addr, []int{1, 2}, []int{1, 8, 32})
 }
 
 // startTarget runs a fabricbench target in a child process. The child is

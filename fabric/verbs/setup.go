@@ -50,17 +50,14 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		return nil, fmt.Errorf("verbs: Establish called twice")
 	}
 	c := s.c
+	if err := fabric.CheckPrivateData(data, c.dialer); err != nil {
+		return nil, err
+	}
 	var rc C.int
 	if c.dialer {
-		if len(data) > fabric.MaxDialData {
-			return nil, fabric.ErrPrivateData
-		}
 		pd, flow := encodeDialData(data)
 		rc = C.jk_connect(c.id, unsafe.Pointer(&pd[0]), C.int(len(pd)), C.int(flow), C.int(c.initDepth), C.int(c.respRes))
 	} else {
-		if len(data) > fabric.MaxAcceptData {
-			return nil, fabric.ErrPrivateData
-		}
 		nb := 0
 		if c.hub != nil {
 			nb = c.hub.n
