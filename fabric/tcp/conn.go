@@ -216,6 +216,10 @@ func (c *conn) Post(ops []fabric.Op) error {
 		r, err := c.checkLocal(i, op)
 		if err != nil {
 			c.unref(t, t+uint64(i))
+			if c.dead.Load() {
+				// Close freed the regions under us: that is the error.
+				return c.deadErr()
+			}
 			return err
 		}
 		c.ops[(t+uint64(i))&c.mask] = pending{id: op.ID, kind: op.Kind, local: r, loff: op.LocalOff, n: op.Len}

@@ -268,8 +268,11 @@ func (c *conn) sendResponses() error {
 }
 
 // dropResponses releases the regions of responses that will never be
-// sent. Only the sender touches [nhead..ntail); the reader may still add.
+// sent. The reader may still add and, in tryResponses, consume, both
+// under wmu, so this takes it too.
 func (c *conn) dropResponses() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	h, t := c.nhead.Load(), c.ntail.Load()
 	for ; h != t; h++ {
 		e := &c.nic[h&c.nmask]
