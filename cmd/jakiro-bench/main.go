@@ -43,5 +43,8 @@ func newApp() *cli.App {
 		Name:     "jakiro-bench",
 		Usage:    "benchmarks for Jakiro: the RFP paper's figures, go-ycsb, Redis and memcached",
 		Commands: cmds,
+		Flags:    []cli.Flag{cpuProfileFlag},
+		Before:   startProfile,
+		After:    stopProfile,
 	}
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -63,6 +65,7 @@ func serverCommand() *cli.Command {
 			&cli.DurationFlag{Name: "spin", Value: 200 * time.Microsecond, Usage: "busy-poll this long after the last request before dozing", EnvVars: []string{"JAKIRO_SPIN"}},
 			&cli.StringFlag{Name: "rdma-dev", Usage: "RDMA device (rdma:// only)", EnvVars: []string{"JAKIRO_RDMA_DEV"}},
 			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464)", EnvVars: []string{"JAKIRO_METRICS"}},
+			&cli.BoolFlag{Name: "pprof", Usage: "also serve Go's profiler at http://ADDR/debug/pprof/ on the --metrics address", EnvVars: []string{"JAKIRO_PPROF"}},
 			&cli.BoolFlag{Name: "quiet", Usage: "no connect/disconnect log", EnvVars: []string{"JAKIRO_QUIET"}},
 		},
 		Action: runServer,
@@ -81,6 +84,9 @@ func runServer(c *cli.Context) error {
 	idle := c.String("idle")
 	if idle != "bell" && idle != "poll" {
 		return cli.Exit(fmt.Errorf("--idle %q: want bell or poll", idle), exitError)
+	}
+	if c.Bool("pprof") && c.String("metrics") == "" {
+		return cli.Exit(errors.New("--pprof needs --metrics ADDR to serve on"), exitError)
 	}
 	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
 	cfg := server.Config{
@@ -103,6 +109,12 @@ func runServer(c *cli.Context) error {
 		reg.MustRegister(srv.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		if c.Bool("pprof") {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
 		hs := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := hs.ListenAndServe(); err != nil && err != http.ErrServerClosed {
