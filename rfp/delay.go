@@ -24,7 +24,7 @@ const (
 	// on a fabric whose READs take longer the cap is limitRTTs of them,
 	// since there a result is rarely ready sooner.
 	maxFetchDelay = 20_000 // ns
-	limitRTTs     = 8
+	limitRTTs     = 2
 )
 
 // NewFetchDelay returns an adaptive delay when fixedNS < 0, else a fixed one.
