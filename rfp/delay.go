@@ -13,18 +13,14 @@ type FetchDelay struct {
 	ns     int64 // scaled by 1<<delayShift so small delays still shrink
 	fixed  bool
 	raised int64 // when the delay last grew
-	limit  int64 // the cap now, ns: maxFetchDelay or more on a slow fabric
 }
 
 const (
 	delayShift    = 12
 	minFetchDelay = 50 // ns
 	// maxFetchDelay caps the delay so a latency tail (a dozing or
-	// descheduled server) cannot drag every request's first READ late;
-	// on a fabric whose READs take longer the cap is limitRTTs of them,
-	// since there a result is rarely ready sooner.
+	// descheduled server) cannot drag every request's first READ late.
 	maxFetchDelay = 20_000 // ns
-	limitRTTs     = 2
 )
 
 // NewFetchDelay returns an adaptive delay when fixedNS < 0, else a fixed one.
@@ -32,17 +28,7 @@ func NewFetchDelay(fixedNS int64) FetchDelay {
 	if fixedNS >= 0 {
 		return FetchDelay{ns: fixedNS << delayShift, fixed: true}
 	}
-	return FetchDelay{ns: 1000 << delayShift, raised: -1, limit: maxFetchDelay}
-}
-
-// SetRTT tells the delay how long a fetch READ takes on this fabric, which
-// raises its cap on slow fabrics. A fixed delay ignores it.
-func (d *FetchDelay) SetRTT(rttNS int64) {
-	if d.fixed {
-		return
-	}
-	d.limit = max(maxFetchDelay, limitRTTs*rttNS)
-	d.ns = min(d.ns, d.limit<<delayShift)
+	return FetchDelay{ns: 1000 << delayShift, raised: -1}
 }
 
 // NS is the current delay.
@@ -64,5 +50,5 @@ func (d *FetchDelay) OnFirstRead(ready bool, sentNS, nowNS int64) {
 	}
 	d.raised = nowNS
 	d.ns += d.ns>>4 + 16<<delayShift
-	d.ns = min(d.ns, d.limit<<delayShift)
+	d.ns = min(d.ns, maxFetchDelay<<delayShift)
 }

@@ -50,7 +50,6 @@ type opRec struct {
 	op        Op
 	seq       uint32
 	sent      int64 // when submitted
-	readAt    int64 // when the last fetch READ was posted
 	due       int64
 	fetched   int // bytes of the response slot the last READ brought
 }
@@ -62,17 +61,11 @@ const (
 )
 
 // nearMiss is the slack within which a late result still counts against
-// the fetch delay, plus two READ round trips (the miss and the retry) on
-// fabrics where those are long.
+// the fetch delay.
 const nearMiss = 2_000 // ns
 
-// maxRetryGap caps the wait between not-ready READs of one request, or
-// retryRTTs READ round trips when that is longer: a retry sooner than a
-// round trip on a slow fabric only queues behind the last one.
-const (
-	maxRetryGap = 20_000 // ns
-	retryRTTs   = 4
-)
+// maxRetryGap caps the wait between not-ready READs of one request.
+const maxRetryGap = 20_000 // ns
 
 // ErrRingFull: no free slot in the partition's ring; Progress first.
 var ErrRingFull = errors.New("rfp: ring full")
@@ -98,7 +91,6 @@ type Initiator struct {
 	delay   FetchDelay
 	epoch   time.Time
 	clock   int64 // now() as of the last Progress
-	readRTT int64 // moving average of fetch READ round trips, ns
 	stats   Counters
 	failed  error
 	ringer  fabric.Ringer // nil when the fabric has no doorbells
@@ -234,8 +226,7 @@ func (in *Initiator) Submit(p int, op Op, key, value []byte, ttl uint32) (int, e
 	off := l.ReqOff(p, s)
 	n := PutRequest(in.mem[off:off+l.ReqSlot], seq, op, flags, key, value, ttl)
 	rec := &in.ops[idx]
-	now := in.now() // fresh: reusing the last Progress's clock cost ~25% of GET throughput (BenchmarkGet)
-	in.clock = now
+	now := in.now() // fresh: after a quiet spell the last Progress's clock is stale
 	*rec = opRec{seq: seq, op: op, firstRead: true, state: opWaiting, sent: now, due: now + in.delay.NS()}
 	if flags&FlagReply != 0 {
 		ro := l.RespOff(p, s)
@@ -257,7 +248,6 @@ func (in *Initiator) postRead(idx, from, to int) {
 	in.pending = append(in.pending, fabric.Op{Kind: fabric.OpRead, ID: uint64(idx)<<2 | idRead,
 		Local: in.local, LocalOff: off, Len: to - from, Remote: in.grant, RemoteOff: uint64(off)})
 	in.ops[idx].state = opReading
-	in.ops[idx].readAt = in.clock
 	in.ops[idx].fetched = to
 	in.stats.Reads++
 }
@@ -337,10 +327,6 @@ func (in *Initiator) Progress(out []Result) (int, error) {
 			}
 			continue
 		}
-		// The READ's round trip as this loop sees it (clock ticks are
-		// Progress calls): what "late" and "soon" mean on this fabric.
-		in.readRTT += (now - rec.readAt - in.readRTT) >> 3
-		in.delay.SetRTT(in.readRTT)
 		in.onRead(idx, now, out, &nout)
 	}
 	return nout, nil
@@ -375,7 +361,7 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 		if rec.reads < 255 {
 			rec.reads++
 		}
-		rec.state, rec.due = opWaiting, now+min(gap, max(maxRetryGap, retryRTTs*in.readRTT))
+		rec.state, rec.due = opWaiting, now+min(gap, maxRetryGap)
 	case SlotTorn:
 		in.stats.Torn++
 		rec.state, rec.due = opWaiting, now
@@ -392,7 +378,7 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 			// Only a near miss says the delay is short. A result that took
 			// far longer (a stalled or dozing server) says nothing about the
 			// delay, and counting it would ratchet every later fetch late.
-			if now-rec.sent <= 2*in.delay.NS()+nearMiss+2*in.readRTT {
+			if now-rec.sent <= 2*in.delay.NS()+nearMiss {
 				in.delay.OnFirstRead(false, rec.sent, now)
 			}
 			rec.missed = false

@@ -74,35 +74,3 @@ func TestFetchDelayAdapts(t *testing.T) {
 		t.Fatal("fixed delay moved")
 	}
 }
-
-// The cap follows the fabric: misses on a fabric whose READs take 50µs
-// may grow the delay past the shm-sized cap, and a fast fabric pulls it
-// back under.
-func TestFetchDelayCapFollowsRTT(t *testing.T) {
-	d := NewFetchDelay(-1)
-	var t0 int64
-	grow := func() {
-		for range 400 {
-			t0 += 100
-			d.OnFirstRead(false, t0, t0+1)
-		}
-	}
-	grow()
-	if d.NS() != maxFetchDelay {
-		t.Fatalf("delay %d, want the cap %d", d.NS(), maxFetchDelay)
-	}
-	d.SetRTT(50_000)
-	grow()
-	if d.NS() <= maxFetchDelay || d.NS() > limitRTTs*50_000 {
-		t.Fatalf("with 50µs READs the delay is %d, want in (%d, %d]", d.NS(), maxFetchDelay, limitRTTs*50_000)
-	}
-	d.SetRTT(100)
-	if d.NS() != maxFetchDelay {
-		t.Fatalf("back on a fast fabric the delay is %d, want %d", d.NS(), maxFetchDelay)
-	}
-	f := NewFetchDelay(5)
-	f.SetRTT(1_000_000)
-	if f.NS() != 5 {
-		t.Fatal("fixed delay moved")
-	}
-}
