@@ -230,10 +230,19 @@ func (d *JakiroDB) BatchRead(ctx context.Context, table string, keys []string, f
 	if err := t.runBatch(ctx); err != nil {
 		return nil, err
 	}
+	// One copy of every value, then records decoded in place: the batch's
+	// buffers are reused by the next call.
+	n := 0
+	for i := range keys {
+		v, _ := t.batch.Result(i)
+		n += len(v)
+	}
+	own := make([]byte, 0, n)
 	out := make([]map[string][]byte, len(keys))
 	for i := range out {
 		v, _ := t.batch.Result(i)
-		if out[i], err = DecodeRecord(v, fields); err != nil {
+		own = append(own, v...)
+		if out[i], err = decodeRecord(own[len(own)-len(v):], fields, true); err != nil {
 			return nil, err
 		}
 	}

@@ -82,6 +82,18 @@ func EncodeRecord(dst []byte, fields map[string][]byte) []byte {
 // DecodeRecord decodes b. With want non-empty only those fields are
 // returned. Values are copies: b may be reused by the caller.
 func DecodeRecord(b []byte, want []string) (map[string][]byte, error) {
+	return decodeRecord(b, want, false)
+}
+
+// decodeRecord is DecodeRecord; with alias the values point into b, for
+// callers that copied b for the purpose (one copy per batch, not per field).
+func decodeRecord(b []byte, want []string, alias bool) (map[string][]byte, error) {
+	own := func(v []byte) []byte {
+		if alias {
+			return v[:len(v):len(v)]
+		}
+		return append([]byte(nil), v...)
+	}
 	if len(b) == 0 {
 		return nil, ErrBadRecord
 	}
@@ -100,7 +112,7 @@ func DecodeRecord(b []byte, want []string) (map[string][]byte, error) {
 	case encSingle:
 		out := make(map[string][]byte, 1)
 		if name := fieldPrefix + "0"; keep(name) {
-			out[name] = append([]byte(nil), b[1:]...)
+			out[name] = own(b[1:])
 		}
 		return out, nil
 	case encNumbered, encNamed:
@@ -152,7 +164,7 @@ func DecodeRecord(b []byte, want []string) (map[string][]byte, error) {
 			return nil, fmt.Errorf("%w: value overruns", ErrBadRecord)
 		}
 		if keep(name) {
-			out[name] = append([]byte(nil), b[p:p+int(n)]...)
+			out[name] = own(b[p : p+int(n)])
 		}
 		p += int(n)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -166,5 +167,48 @@ func TestRunWorkloads(t *testing.T) {
 		"dataintegrity", "false", PropMode, "hybrid"), Duration: 10 * time.Second})
 	if err != nil || r.Ops != 400 || r.Errors != 0 {
 		t.Fatalf("batched: %+v %v (%v)", r, err, r.FirstError)
+	}
+}
+
+// BatchRead returns every record of the batch, each with its own value,
+// and the results stay intact when the thread runs its next batch (the
+// values share one copy per batch, never the client's buffers).
+func TestBatchReadResults(t *testing.T) {
+	d := NewJakiroDB(JakiroConfig{Addr: startServer(t), Mode: rfp.ModeRFP})
+	defer d.Close()
+	ctx := d.InitThread(context.Background(), 0, 1)
+	defer d.CleanupThread(ctx)
+	rec := func(i int) map[string][]byte {
+		return map[string][]byte{"field0": bytes.Repeat([]byte{byte('a' + i)}, 32), "field1": []byte(fmt.Sprint(i))}
+	}
+	var keys []string
+	var vals []map[string][]byte
+	for i := range 16 {
+		keys = append(keys, fmt.Sprintf("user%04d", i))
+		vals = append(vals, rec(i))
+	}
+	if err := d.BatchInsert(ctx, "t", keys, vals); err != nil {
+		t.Fatal(err)
+	}
+	first, err := d.BatchRead(ctx, "t", keys[:8], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := d.BatchRead(ctx, "t", keys[8:], []string{"field1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, got := range first {
+		if len(got) != 2 || !bytes.Equal(got["field0"], vals[i]["field0"]) || !bytes.Equal(got["field1"], vals[i]["field1"]) {
+			t.Fatalf("record %d after the next batch: %q", i, got)
+		}
+	}
+	for i, got := range second {
+		if len(got) != 1 || !bytes.Equal(got["field1"], vals[8+i]["field1"]) {
+			t.Fatalf("record %d (field1 only): %q", 8+i, got)
+		}
+	}
+	if _, err := d.BatchRead(ctx, "t", []string{"user0000", "missing"}, nil); err == nil {
+		t.Fatal("BatchRead with a missing key succeeded")
 	}
 }
