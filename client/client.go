@@ -136,7 +136,7 @@ func (c *Client) wait(ctx context.Context, spins *int) error {
 		}
 	}
 	c.mu.Unlock()
-	if *spins&3 == 0 {
+	if *spins&15 == 0 {
 		runtime.Gosched() // let goroutines sharing the core run; spin otherwise
 	}
 	if *spins&1023 == 0 {
