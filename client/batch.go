@@ -65,7 +65,9 @@ func (b *Batch) Result(i int) ([]byte, error) {
 func (c *Client) Run(ctx context.Context, b *Batch) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	next, done, spins := 0, 0, 0
+	next, done := 0, 0
+	var w waitState
+	defer w.done()
 	for i := range b.ops {
 		o := &b.ops[i]
 		if o.err = c.check(o.key, o.value); o.err != nil {
@@ -110,7 +112,7 @@ func (c *Client) Run(ctx context.Context, b *Batch) error {
 		if done == len(b.ops) {
 			break
 		}
-		if err := c.wait(ctx, &spins); err != nil {
+		if err := c.wait(ctx, &w); err != nil {
 			for _, i := range b.inflight {
 				for s, x := range c.slotCall {
 					if x == &b.ops[i].c {

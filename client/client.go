@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/jakiro-kv/jakiro/rfp"
 )
@@ -126,32 +123,10 @@ func (c *Client) progressLocked() error {
 	return nil
 }
 
-// wait releases the lock briefly so other goroutines can drive the engine,
-// and checks ctx now and then. Called with c.mu held; returns with it held.
-func (c *Client) wait(ctx context.Context, spins *int) error {
-	*spins++
-	if *spins&63 == 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-	c.mu.Unlock()
-	if *spins&15 == 0 {
-		runtime.Gosched() // let goroutines sharing the core run; spin otherwise
-	}
-	if *spins&1023 == 0 {
-		// Waiting long: give the core to other processes (the server may
-		// be one of them on a busy machine); Gosched only yields to
-		// goroutines.
-		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-	}
-	c.mu.Lock()
-	return nil
-}
-
 // submitLocked waits for a free slot in the key's partition and submits.
 func (c *Client) submitLocked(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl uint32, cl *call) error {
-	spins := 0
+	var w waitState
+	defer w.done()
 	for !c.in.Free(p) {
 		if err := c.progressLocked(); err != nil {
 			return err
@@ -159,7 +134,7 @@ func (c *Client) submitLocked(ctx context.Context, p int, op rfp.Op, key, value 
 		if c.in.Free(p) {
 			break
 		}
-		if err := c.wait(ctx, &spins); err != nil {
+		if err := c.wait(ctx, &w); err != nil {
 			return err
 		}
 	}
@@ -181,7 +156,8 @@ func (c *Client) do(ctx context.Context, p int, op rfp.Op, key, value []byte, tt
 		c.free = append(c.free, cl)
 		return dst, err
 	}
-	spins := 0
+	var w waitState
+	defer w.done()
 	for !cl.done {
 		if err := c.progressLocked(); err != nil {
 			return dst, err
@@ -189,7 +165,7 @@ func (c *Client) do(ctx context.Context, p int, op rfp.Op, key, value []byte, tt
 		if cl.done {
 			break
 		}
-		if err := c.wait(ctx, &spins); err != nil {
+		if err := c.wait(ctx, &w); err != nil {
 			// Abandon: the slot is reclaimed when the answer arrives.
 			for i, x := range c.slotCall {
 				if x == cl {

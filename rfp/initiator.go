@@ -47,6 +47,8 @@ type opRec struct {
 	firstRead bool // no fetch READ completed yet
 	missed    bool // the first fetch READ found no result
 	reads     uint8
+	misses    uint8  // not-ready READs in all
+	missYield uint32 // in.yields at the first miss
 	op        Op
 	seq       uint32
 	sent      int64 // when submitted
@@ -90,7 +92,8 @@ type Initiator struct {
 	hybrid  *Hybrid
 	delay   FetchDelay
 	epoch   time.Time
-	clock   int64 // now() as of the last Progress
+	clock   int64  // now() as of the last Progress
+	yields  uint32 // times the caller gave its core away while waiting
 	stats   Counters
 	failed  error
 	ringer  fabric.Ringer // nil when the fabric has no doorbells
@@ -164,6 +167,11 @@ func NewInitiator(conn fabric.Conn, local *fabric.Region, w Welcome, cfg Initiat
 	}
 	return in, nil
 }
+
+// Yielded tells the initiator that its caller gave the core to other work
+// while waiting (more waiters than cores), so a retry's lateness after a
+// miss is the caller's, not the server's.
+func (in *Initiator) Yielded() { in.yields++ }
 
 // Layout is the connection's geometry.
 func (in *Initiator) Layout() Layout { return in.layout }
@@ -346,8 +354,12 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 	switch st {
 	case SlotEmpty:
 		in.stats.NotReady++
+		if rec.misses < 255 {
+			rec.misses++
+		}
 		if first {
 			rec.missed = true // judged when the result comes: near miss or stall?
+			rec.missYield = in.yields
 		}
 		if in.cfg.Mode == ModeHybrid {
 			in.hybrid.OnFetch(false)
@@ -378,7 +390,12 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 			// Only a near miss says the delay is short. A result that took
 			// far longer (a stalled or dozing server) says nothing about the
 			// delay, and counting it would ratchet every later fetch late.
-			if now-rec.sent <= 2*in.delay.NS()+nearMiss {
+			// But when the caller gave its core away after the miss, the
+			// retry's lateness is its own: then ready at the first retry is
+			// the best evidence of a near miss there is.
+			near := now-rec.sent <= 2*in.delay.NS()+nearMiss ||
+				rec.misses == 1 && in.yields != rec.missYield
+			if near {
 				in.delay.OnFirstRead(false, rec.sent, now)
 			}
 			rec.missed = false
