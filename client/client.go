@@ -30,6 +30,7 @@ type call struct {
 
 // Dial connects to a server at a fabric URL (shm://, tcp://, rdma://).
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
+	refreshProcs() // a program sets GOMAXPROCS before it dials, if at all
 	var cfg config
 	cfg.init.FetchDelayNS = -1
 	for _, o := range opts {

@@ -16,10 +16,13 @@ import (
 // client ~20% of its GET rate).
 var waiting atomic.Int32
 
-// procs caches GOMAXPROCS (reading it takes the scheduler lock).
+// procs caches GOMAXPROCS (reading it takes the scheduler lock); Dial
+// and long waits refresh it.
 var procs atomic.Int32
 
-func init() { procs.Store(int32(runtime.GOMAXPROCS(0))) }
+func init() { refreshProcs() }
+
+func refreshProcs() { procs.Store(int32(runtime.GOMAXPROCS(0))) }
 
 // waitState is one wait loop's spin count; done must follow the loop.
 type waitState struct {
@@ -60,7 +63,7 @@ func (c *Client) wait(ctx context.Context, w *waitState) error {
 		// be one of them on a busy machine); Gosched only yields to
 		// goroutines.
 		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		procs.Store(int32(runtime.GOMAXPROCS(0)))
+		refreshProcs()
 	}
 	c.mu.Lock()
 	return nil
