@@ -379,13 +379,13 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 		rec.state, rec.due = opWaiting, now
 	case SlotShort:
 		if first {
-			in.delay.OnFirstRead(true, rec.sent, now)
+			in.delay.OnFirstRead(true, in.active == 1, rec.sent, now)
 		}
 		in.stats.ExtraReads++
 		in.postRead(idx, last, need)
 	case SlotReady:
 		if first {
-			in.delay.OnFirstRead(true, rec.sent, now)
+			in.delay.OnFirstRead(true, in.active == 1, rec.sent, now)
 		} else if rec.missed {
 			// Only a near miss says the delay is short. A result that took
 			// far longer (a stalled or dozing server) says nothing about the
@@ -396,7 +396,7 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 			near := now-rec.sent <= 2*in.delay.NS()+nearMiss ||
 				rec.misses == 1 && in.yields != rec.missYield
 			if near {
-				in.delay.OnFirstRead(false, rec.sent, now)
+				in.delay.OnFirstRead(false, in.active == 1, rec.sent, now)
 			}
 			rec.missed = false
 		}

@@ -49,27 +49,38 @@ func TestHybridSwitches(t *testing.T) {
 func TestFetchDelayAdapts(t *testing.T) {
 	d := NewFetchDelay(-1)
 	start := d.NS()
-	d.OnFirstRead(false, 10, 20)
+	d.OnFirstRead(false, false, 10, 20)
 	if d.NS() <= start {
 		t.Fatal("a miss did not lengthen the delay")
 	}
 	grown := d.NS()
-	d.OnFirstRead(false, 15, 25) // sent before the increase: same burst
+	d.OnFirstRead(false, false, 15, 25) // sent before the increase: same burst
 	if d.NS() != grown {
 		t.Fatal("one burst of misses grew the delay twice")
 	}
-	d.OnFirstRead(false, 30, 40)
+	d.OnFirstRead(false, false, 30, 40)
 	if d.NS() <= grown {
 		t.Fatal("a later miss did not grow the delay")
 	}
 	for i := 0; i < 100000; i++ {
-		d.OnFirstRead(true, 0, 0)
+		d.OnFirstRead(true, false, 0, 0)
 	}
 	if d.NS() != minFetchDelay {
 		t.Fatalf("delay %d did not settle at the minimum", d.NS())
 	}
+	// Alone in flight, hits shrink it faster: latency is all that is at stake.
+	a, w := NewFetchDelay(-1), NewFetchDelay(-1)
+	a.OnFirstRead(false, true, 1, 2)
+	w.OnFirstRead(false, false, 1, 2)
+	for i := 0; i < 4096; i++ {
+		a.OnFirstRead(true, true, 0, 0)
+		w.OnFirstRead(true, false, 0, 0)
+	}
+	if a.NS() >= w.NS() {
+		t.Fatalf("alone %d ns, in a window %d ns: alone should shrink faster", a.NS(), w.NS())
+	}
 	f := NewFetchDelay(0)
-	f.OnFirstRead(false, 1, 2)
+	f.OnFirstRead(false, false, 1, 2)
 	if f.NS() != 0 {
 		t.Fatal("fixed delay moved")
 	}
