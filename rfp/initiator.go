@@ -249,6 +249,24 @@ func (in *Initiator) Submit(p int, op Op, key, value []byte, ttl uint32) (int, e
 
 func (in *Initiator) now() int64 { return int64(time.Since(in.epoch)) }
 
+// behindMiss says an older request of the same partition is waiting to
+// retry a READ that found nothing. A partition answers a client's requests
+// in ring order, so this one cannot be ready either: its READ would be a
+// wasted round trip (a stalled server used to cost one per request in the
+// window, not one).
+func (in *Initiator) behindMiss(idx int) bool {
+	slots := in.layout.Slots
+	base := idx / slots * slots
+	seq := in.ops[idx].seq
+	for i := base; i < base+slots; i++ {
+		o := &in.ops[i]
+		if o.state == opWaiting && o.misses > 0 && int32(o.seq-seq) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (in *Initiator) postRead(idx, from, to int) {
 	l := in.layout
 	p, s := idx/l.Slots, idx%l.Slots
@@ -278,7 +296,7 @@ func (in *Initiator) Progress(out []Result) (int, error) {
 		rec := &in.ops[idx]
 		switch rec.state {
 		case opWaiting:
-			if rec.due <= now {
+			if rec.due <= now && !in.behindMiss(idx) {
 				in.postRead(idx, 0, in.RFS())
 			}
 		case opReplyWait:
