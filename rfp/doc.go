@@ -21,6 +21,12 @@
 //     value come back together. Sequence not yet there: READ again. Value
 //     longer than RFS-8: one more READ of the rest.
 //
+// When to fetch: the first READ waits a FetchDelay that adapts to how
+// often first READs find nothing (about 1%; faster towards short delays
+// for a request alone in flight, where only latency is at stake). A
+// partition answers a client's ring in order, so while an older request
+// waits to retry a miss, younger ones of that partition are not fetched.
+//
 // In reply mode (a per-request flag) the server additionally WRITEs the
 // response slot into the client's local region, where the client polls it.
 // Hybrid mode switches the flag on when fetching keeps finding results not
