@@ -45,17 +45,8 @@ func testConcurrent(t *testing.T, newAddr func(*testing.T) string) {
 				accErr <- fmt.Errorf("dial data of %d bytes", len(pd))
 				return
 			}
-			r, err := s.Alloc(size)
+			c, r, err := grant(ctx, s, size, nil, nil)
 			if err != nil {
-				s.Close()
-				accErr <- err
-				return
-			}
-			var b [fabric.DescSize]byte
-			r.Desc().Put(b[:])
-			c, err := s.Establish(ctx, b[:])
-			if err != nil {
-				s.Close()
 				accErr <- err
 				return
 			}
@@ -120,17 +111,8 @@ func worker(ctx context.Context, addr string, idx, size, rounds int) (fabric.Con
 	if err != nil {
 		return nil, err
 	}
-	local, err := s.Alloc(2 * size)
+	c, local, err := grant(ctx, s, 2*size, nil, binary.LittleEndian.AppendUint32(nil, uint32(idx)))
 	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	data := make([]byte, fabric.DescSize+4)
-	local.Desc().Put(data)
-	binary.LittleEndian.PutUint32(data[fabric.DescSize:], uint32(idx))
-	c, err := s.Establish(ctx, data)
-	if err != nil {
-		s.Close()
 		return nil, err
 	}
 	remote, err := fabric.ParseDesc(c.PeerData())

@@ -256,19 +256,8 @@ func childDial(ctx context.Context, addr string, fill func([]byte)) (fabric.Conn
 	if err != nil {
 		return nil, nil, fabric.Desc{}, err
 	}
-	r, err := s.Alloc(xpSize)
+	c, r, err := grant(ctx, s, xpSize, fill, nil)
 	if err != nil {
-		s.Close()
-		return nil, nil, fabric.Desc{}, err
-	}
-	if fill != nil {
-		fill(r.Bytes())
-	}
-	var b [fabric.DescSize]byte
-	r.Desc().Put(b[:])
-	c, err := s.Establish(ctx, b[:])
-	if err != nil {
-		s.Close()
 		return nil, nil, fabric.Desc{}, err
 	}
 	d, err := fabric.ParseDesc(c.PeerData())

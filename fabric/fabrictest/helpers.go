@@ -71,18 +71,9 @@ func connectErr(ctx context.Context, ln fabric.Listener, o fabric.Options, dsize
 	if err != nil {
 		return nil, fmt.Errorf("Dial: %w", err)
 	}
-	dreg, err := s.Alloc(dsize)
+	d, dreg, err := grant(ctx, s, dsize, nil, extra)
 	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("dialer Alloc(%d): %w", dsize, err)
-	}
-	data := make([]byte, fabric.DescSize, fabric.DescSize+len(extra))
-	dreg.Desc().Put(data)
-	data = append(data, extra...)
-	d, err := s.Establish(ctx, data)
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("dialer Establish: %w", err)
+		return nil, fmt.Errorf("dialer %w", err)
 	}
 	ar := <-ach
 	if ar.err != nil {
@@ -98,6 +89,28 @@ func connectErr(ctx context.Context, ln fabric.Listener, o fabric.Options, dsize
 	return &pair{D: d, A: ar.c, DReg: dreg, AReg: ar.r, ToA: toA, ToD: ar.d}, nil
 }
 
+// grant allocates a region of size bytes on s (passed to fill first, if
+// not nil), sends its Desc followed by extra as private data, and
+// establishes the connection. On error s is closed.
+func grant(ctx context.Context, s fabric.Setup, size int, fill func([]byte), extra []byte) (fabric.Conn, *fabric.Region, error) {
+	r, err := s.Alloc(size)
+	if err != nil {
+		s.Close()
+		return nil, nil, fmt.Errorf("Alloc(%d): %w", size, err)
+	}
+	if fill != nil {
+		fill(r.Bytes())
+	}
+	data := make([]byte, fabric.DescSize, fabric.DescSize+len(extra))
+	r.Desc().Put(data)
+	c, err := s.Establish(ctx, append(data, extra...))
+	if err != nil {
+		s.Close()
+		return nil, nil, fmt.Errorf("Establish: %w", err)
+	}
+	return c, r, nil
+}
+
 // acceptGrant accepts one connection, grants it a region of size bytes
 // (passed to fill, if not nil, before the grant) and returns the
 // connection, the region and the dialer's Desc.
@@ -111,20 +124,9 @@ func acceptGrant(ctx context.Context, ln fabric.Listener, size int, fill func([]
 		s.Close()
 		return nil, nil, fabric.Desc{}, fmt.Errorf("acceptor: dial data: %w", err)
 	}
-	r, err := s.Alloc(size)
+	c, r, err := grant(ctx, s, size, fill, nil)
 	if err != nil {
-		s.Close()
-		return nil, nil, fabric.Desc{}, fmt.Errorf("acceptor Alloc(%d): %w", size, err)
-	}
-	if fill != nil {
-		fill(r.Bytes())
-	}
-	var b [fabric.DescSize]byte
-	r.Desc().Put(b[:])
-	c, err := s.Establish(ctx, b[:])
-	if err != nil {
-		s.Close()
-		return nil, nil, fabric.Desc{}, fmt.Errorf("acceptor Establish: %w", err)
+		return nil, nil, fabric.Desc{}, fmt.Errorf("acceptor %w", err)
 	}
 	return c, r, peer, nil
 }
