@@ -4,11 +4,10 @@ package rfp
 // first fetch READ. Reading too early costs a wasted READ (a round trip);
 // too late costs latency. It adapts AIMD-style towards rare not-ready
 // first READs (about 1%, the paper's "2 round trips"): a near miss adds
-// 1/16, a hit removes 1/16384, or 1/4096 for a request that was alone in
-// flight: alone, a miss costs one quick retry on a path the caller waits
-// on anyway, while every nanosecond of delay is latency (one at a time on
-// shm: p50 1.9–3.1 → 1.1–1.4 µs, p99 4.8–13.7 → 1.9–2.7 µs); in a window,
-// misses are fabric operations the other requests queue behind. Misses come in
+// 1/16, a hit removes 1/16384, or 1/4096 for a request alone in flight:
+// alone, a miss costs one quick retry the caller waits on anyway while all
+// of the delay is latency; in a window, misses are fabric operations the
+// other requests queue behind. Misses come in
 // bursts (a stalled server misses every request in flight), so it grows at
 // most once per generation: a miss of a request sent before the last
 // increase says nothing new. Fixed delays (including zero) are allowed. A

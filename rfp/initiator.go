@@ -94,6 +94,7 @@ type Initiator struct {
 	epoch   time.Time
 	clock   int64  // now() as of the last Progress
 	yields  uint32 // times the caller gave its core away while waiting
+	missing int    // requests that missed and have not finished: behindMiss looks only then
 	stats   Counters
 	failed  error
 	ringer  fabric.Ringer // nil when the fabric has no doorbells
@@ -255,6 +256,9 @@ func (in *Initiator) now() int64 { return int64(time.Since(in.epoch)) }
 // wasted round trip (a stalled server used to cost one per request in the
 // window, not one).
 func (in *Initiator) behindMiss(idx int) bool {
+	if in.missing == 0 {
+		return false
+	}
 	slots := in.layout.Slots
 	base := idx / slots * slots
 	seq := in.ops[idx].seq
@@ -372,6 +376,9 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 	switch st {
 	case SlotEmpty:
 		in.stats.NotReady++
+		if rec.misses == 0 {
+			in.missing++
+		}
 		if rec.misses < 255 {
 			rec.misses++
 		}
@@ -417,6 +424,9 @@ func (in *Initiator) onRead(idx int, now int64, out []Result, nout *int) {
 				in.delay.OnFirstRead(false, in.active == 1, rec.sent, now)
 			}
 			rec.missed = false
+		}
+		if rec.misses > 0 {
+			in.missing--
 		}
 		if in.cfg.Mode == ModeHybrid {
 			in.hybrid.OnFetch(true)
