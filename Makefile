@@ -7,30 +7,53 @@ GO ?= go
 # sequential on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build build-rdma test test-unit test-rdma lint demo figures bench bench-deps clean results-rdma
+.PHONY: all build build-rdma test test-unit test-rdma lint fuzz stress demo figures bench bench-deps clean results-rdma
 
 all: build
 
+# The commit `--version` prints where Go stamps none (GOFLAGS=-buildvcs=false,
+# git worktrees); see internal/version.
+COMMIT := $(shell git rev-parse HEAD 2>/dev/null)$(shell git status --porcelain 2>/dev/null | grep -q . && echo +dirty)
+LDFLAGS := -X github.com/jakiro-kv/jakiro/internal/version.commit=$(COMMIT)
+
 build:
-	$(GO) build -o bin/jakiro ./cmd/jakiro
-	$(GO) build -o bin/jakiro-bench ./cmd/jakiro-bench
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/jakiro ./cmd/jakiro
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/jakiro-bench ./cmd/jakiro-bench
 
 ## build-rdma: binaries with the verbs provider (rdma://); needs rdma-core headers.
 build-rdma:
 	dpkg-query -W libibverbs-dev librdmacm-dev >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends libibverbs-dev librdmacm-dev; }
-	$(GO) build -tags rdma -o bin/jakiro ./cmd/jakiro
-	$(GO) build -tags rdma -o bin/jakiro-bench ./cmd/jakiro-bench
+	$(GO) build -tags rdma -ldflags '$(LDFLAGS)' -o bin/jakiro ./cmd/jakiro
+	$(GO) build -tags rdma -ldflags '$(LDFLAGS)' -o bin/jakiro-bench ./cmd/jakiro-bench
 
 ## test: formatting, vet, every unit/e2e/conformance test with -race, then
 ## the verbs provider and the RFP end-to-end tests on soft-RoCE in a VM.
-test: lint test-unit test-rdma
+test: lint test-unit fuzz stress test-rdma
 
+# staticcheck at a fixed version, fetched through the module proxy.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 test-unit:
 	$(GO) test $(TESTFLAGS) ./...
+
+## fuzz: every fuzz target (decoders of peer bytes, kv) for FUZZTIME each,
+## starting from its seed corpus in testdata/fuzz.
+FUZZTIME ?= 5s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+## stress: jakiro-bench stress (hot keys, self-validating values, every
+## mode at once from 3 processes) against a real `jakiro server` on shm and
+## tcp for STRESSTIME each; fails on any torn or stale value, any error, or
+## a server that outlives SIGTERM by 2 s.
+STRESSTIME ?= 5s
+stress: build
+	scripts/stress.sh shm --duration $(STRESSTIME) --mode all
+	scripts/stress.sh tcp --duration $(STRESSTIME) --mode all
 
 # RDMA: verbs conformance suite, the RFP end-to-end tests over rdma:// (all
 # three modes) and a short benchmark, inside a VM with rxe0.

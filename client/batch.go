@@ -1,18 +1,27 @@
 package client
 
-import (
-	"context"
-
-	"github.com/jakiro-kv/jakiro/rfp"
-)
+import "github.com/jakiro-kv/jakiro/rfp"
 
 // Batch is a list of operations run pipelined by Client.Run: requests go
 // out as ring slots free up on every partition, and results are fetched
-// as they become ready. Reuse a Batch with Reset to avoid allocations.
+// as they become ready. With many servers the batch is split per server
+// and the parts run in parallel; results stay in the caller's order.
+// Reuse a Batch with Reset to avoid allocations.
 type Batch struct {
 	ops      []batchOp
 	inflight []int // indices submitted and not done, during Run
+
+	// A Run over many servers fills one part per server (reused across
+	// runs); at[i] is where operation i went, and split says Result
+	// reads the parts.
+	parts []Batch
+	at    []opRef
+	errs  []error // per part, during a split Run
+	split bool
 }
+
+// opRef places an operation in a split batch: part (server) and index.
+type opRef struct{ part, idx int32 }
 
 type batchOp struct {
 	p     int // partition, computed once per Run
@@ -25,7 +34,7 @@ type batchOp struct {
 }
 
 // Reset empties the batch, keeping its memory.
-func (b *Batch) Reset() { b.ops = b.ops[:0] }
+func (b *Batch) Reset() { b.ops, b.split = b.ops[:0], false }
 
 // Len is the number of operations.
 func (b *Batch) Len() int { return len(b.ops) }
@@ -57,76 +66,25 @@ func (b *Batch) Delete(key []byte) int { return b.add(rfp.OpDelete, key, nil, 0)
 // until the batch is reused) and its error.
 func (b *Batch) Result(i int) ([]byte, error) {
 	o := &b.ops[i]
+	if b.split {
+		r := b.at[i]
+		o = &b.parts[r.part].ops[r.idx]
+	}
 	return o.c.val, o.err
 }
 
-// Run executes the batch pipelined. It returns the first connection or
-// context error; per-operation outcomes are in Result.
-func (c *Client) Run(ctx context.Context, b *Batch) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	next, done := 0, 0
-	var w waitState
-	defer w.done()
+// settle gives every operation an outcome after its server failed with
+// err: those the server finished keep their status, the rest get err.
+func (b *Batch) settle(err error) {
 	for i := range b.ops {
 		o := &b.ops[i]
-		if o.err = c.check(o.key, o.value); o.err != nil {
-			o.c.done = true
-			done++
-			continue
-		}
-		o.p = c.partition(o.key)
-	}
-	b.inflight = b.inflight[:0]
-	for done < len(b.ops) {
-		for next < len(b.ops) {
-			o := &b.ops[next]
-			if o.c.done { // failed validation
-				next++
-				continue
-			}
-			if !c.in.Free(o.p) {
-				break
-			}
-			slot, err := c.in.Submit(o.p, o.op, o.key, o.value, o.ttl)
-			if err != nil {
-				return err
-			}
-			c.slotCall[slot] = &o.c
-			b.inflight = append(b.inflight, next)
-			next++
-		}
-		if err := c.progressLocked(); err != nil {
-			return err
-		}
-		// Only what is in flight can have finished: scan that, not the batch.
-		kept := b.inflight[:0]
-		for _, i := range b.inflight {
-			if b.ops[i].c.done {
-				done++
-			} else {
-				kept = append(kept, i)
-			}
-		}
-		b.inflight = kept
-		if done == len(b.ops) {
-			break
-		}
-		if err := c.wait(ctx, &w); err != nil {
-			for _, i := range b.inflight {
-				for s, x := range c.slotCall {
-					if x == &b.ops[i].c {
-						c.slotCall[s] = nil
-					}
-				}
-			}
-			return err
-		}
-	}
-	for i := range b.ops {
-		if o := &b.ops[i]; o.err == nil {
+		switch {
+		case o.err != nil: // failed validation
+		case o.c.done:
 			o.err = statusErr(o.c.st)
+		default:
+			o.err = err
+			o.c.val = o.c.val[:0]
 		}
 	}
-	return nil
 }

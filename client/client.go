@@ -3,195 +3,154 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"sync"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/jakiro-kv/jakiro/rfp"
 )
 
-// Client is a connection to a Jakiro server. Safe for concurrent use.
+// Client is a connection to one Jakiro server or to many, over which keys
+// are spread by rendezvous hashing. Safe for concurrent use. A server
+// whose connection breaks is dialled again in the background; meanwhile
+// its keys fail fast with ErrUnavailable and the other servers' keys are
+// served.
 type Client struct {
-	mu       sync.Mutex
-	in       *rfp.Initiator
-	layout   rfp.Layout
-	slotCall []*call // the caller waiting on each ring slot, nil if none
-	free     []*call
-	results  []rfp.Result
-	closed   bool
+	one     *server // the only server, else nil: its calls skip routing
+	servers []*server
+	route   *router // nil with one server
 }
 
-// call is one caller's pending operation.
-type call struct {
-	done bool
-	st   rfp.Status
-	val  []byte // copy of the value, reused across calls
-}
-
-// Dial connects to a server at a fabric URL (shm://, tcp://, rdma://).
+// Dial connects to the server at a fabric URL (shm://, tcp://, rdma://)
+// or to every server of a comma-separated list of them, in any mix of
+// fabrics ("tcp://a:7000,shm:///tmp/b.sock"; see also WithServers).
+// With one server Dial fails if it cannot connect; with several it fails
+// only if none answers, and dials the others again in the background.
+// The program must link the fabric providers it uses, e.g. with
+// import _ "github.com/jakiro-kv/jakiro/fabric/providers".
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	refreshProcs() // a program sets GOMAXPROCS before it dials, if at all
 	var cfg config
-	cfg.init.FetchDelayNS = -1
+	cfg.engine.FetchDelayNS = -1
 	for _, o := range opts {
 		o(&cfg)
 	}
-	in, err := rfp.Dial(ctx, addr, cfg.init, cfg.fabric)
+	list := cfg.servers
+	if addr != "" || len(list) == 0 {
+		list = append([]string{addr}, list...)
+	}
+	addrs, err := SplitAddrs(strings.Join(list, ","))
 	if err != nil {
-		return nil, fmt.Errorf("jakiro: dial %s: %w", addr, err)
+		return nil, err
 	}
-	l := in.Layout()
-	return &Client{in: in, layout: l, slotCall: make([]*call, l.Partitions*l.Slots),
-		results: make([]rfp.Result, l.Partitions*l.Slots)}, nil
+	return dialAll(ctx, addrs, cfg)
 }
 
-// Close disconnects. Operations in flight fail with ErrClosed.
+// Close disconnects from every server. Operations in flight fail with
+// ErrClosed.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil
+	var errs []error
+	for _, s := range c.servers {
+		errs = append(errs, s.close())
 	}
-	c.closed = true
-	return c.in.Close()
+	return errors.Join(errs...)
 }
 
-// MaxValue is the largest value the server accepts.
-func (c *Client) MaxValue() int { return c.layout.MaxValue }
-
-// Partitions is the number of server partitions.
-func (c *Client) Partitions() int { return c.layout.Partitions }
-
-// Counters reports fabric operations, retries and round trips so far.
-func (c *Client) Counters() rfp.Counters {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.in.Counters()
+// live are the connections up now, in Dial's order.
+func (c *Client) live() []*conn {
+	var out []*conn
+	for _, s := range c.servers {
+		if cn := s.cur.Load(); cn != nil {
+			out = append(out, cn)
+		}
+	}
+	return out
 }
 
-// RFS is the remote fetch size in use (it moves when RFS is auto).
+// MaxValue is the largest value every connected server accepts (0 while
+// none is connected).
+func (c *Client) MaxValue() int {
+	m := 0
+	for i, cn := range c.live() {
+		if i == 0 || cn.layout.MaxValue < m {
+			m = cn.layout.MaxValue
+		}
+	}
+	return m
+}
+
+// Partitions is the number of partitions of the servers connected now.
+func (c *Client) Partitions() int {
+	n := 0
+	for _, cn := range c.live() {
+		n += cn.layout.Partitions
+	}
+	return n
+}
+
+// Counters reports fabric operations, retries and round trips so far,
+// summed over every server and connection.
+func (c *Client) Counters() Counters {
+	var sum Counters
+	for _, s := range c.servers {
+		sum = sum.Add(s.counters())
+	}
+	return sum
+}
+
+// RFS is the remote fetch size in use (it moves when RFS is auto); with
+// many servers, that of the first one connected.
 func (c *Client) RFS() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.in.RFS()
+	if l := c.live(); len(l) > 0 {
+		return l[0].rfs()
+	}
+	return 0
 }
 
 // FetchDelay is the current wait before a first fetch READ (it adapts
-// unless fixed with WithFetchDelay).
+// unless fixed with WithFetchDelay); with many servers, that of the
+// first one connected.
 func (c *Client) FetchDelay() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Duration(c.in.FetchDelayNS())
+	if l := c.live(); len(l) > 0 {
+		return l[0].fetchDelay()
+	}
+	return 0
 }
 
-func (c *Client) check(key, value []byte) error {
-	if len(key) == 0 || len(key) > rfp.MaxKeyLen {
-		return fmt.Errorf("%w: key is %d bytes", ErrBadKey, len(key))
+// pick is key's server; small enough to inline, so one server costs a
+// nil check.
+func (c *Client) pick(key []byte) *server {
+	if s := c.one; s != nil {
+		return s
 	}
-	if len(value) > c.layout.MaxValue {
-		return fmt.Errorf("%w: %d bytes, server maximum %d", ErrTooLarge, len(value), c.layout.MaxValue)
-	}
-	return nil
+	return c.pickMany(key)
 }
 
-func (c *Client) getCall() *call {
-	if n := len(c.free); n > 0 {
-		cl := c.free[n-1]
-		c.free = c.free[:n-1]
-		return cl
-	}
-	return &call{}
-}
+//go:noinline
+func (c *Client) pickMany(key []byte) *server { return c.servers[c.route.pick(key)] }
 
-// progressLocked drives the engine once and hands results to their callers.
-func (c *Client) progressLocked() error {
-	if c.closed {
-		return ErrClosed
-	}
-	n, err := c.in.Progress(c.results)
-	for _, r := range c.results[:n] {
-		cl := c.slotCall[r.Slot]
-		c.slotCall[r.Slot] = nil
-		if cl == nil {
-			continue // its caller gave up (context ended)
-		}
-		cl.done, cl.st = true, r.Status
-		cl.val = append(cl.val[:0], r.Value...)
-	}
-	if err != nil {
-		return fmt.Errorf("jakiro: connection failed: %w", err)
-	}
-	return nil
-}
-
-// submitLocked waits for a free slot in the key's partition and submits.
-func (c *Client) submitLocked(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl uint32, cl *call) error {
-	var w waitState
-	defer w.done()
-	for !c.in.Free(p) {
-		if err := c.progressLocked(); err != nil {
-			return err
-		}
-		if c.in.Free(p) {
-			break
-		}
-		if err := c.wait(ctx, &w); err != nil {
-			return err
+// do runs one operation on key's server; the value is appended to dst.
+func (s *server) do(ctx context.Context, op rfp.Op, key, value []byte, ttl uint32, dst []byte) ([]byte, error) {
+	cn := s.cur.Load() // conn's fast path, written out: conn does not inline
+	if cn == nil {
+		var err error
+		if cn, err = s.connSlow(); err != nil {
+			return dst, err
 		}
 	}
-	slot, err := c.in.Submit(p, op, key, value, ttl)
-	if err != nil {
-		return err
-	}
-	cl.done = false
-	c.slotCall[slot] = cl
-	return nil
-}
-
-// do runs one operation synchronously; the value is appended to dst.
-func (c *Client) do(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl uint32, dst []byte) ([]byte, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cl := c.getCall()
-	if err := c.submitLocked(ctx, p, op, key, value, ttl, cl); err != nil {
-		c.free = append(c.free, cl)
+	if err := cn.check(key, value); err != nil {
 		return dst, err
 	}
-	var w waitState
-	defer w.done()
-	for !cl.done {
-		if err := c.progressLocked(); err != nil {
-			return dst, err
-		}
-		if cl.done {
-			break
-		}
-		if err := c.wait(ctx, &w); err != nil {
-			// Abandon: the slot is reclaimed when the answer arrives.
-			for i, x := range c.slotCall {
-				if x == cl {
-					c.slotCall[i] = nil
-				}
-			}
-			return dst, err
-		}
+	dst, err := cn.do(ctx, cn.partition(key), op, key, value, ttl, dst)
+	if err != nil {
+		err = s.opErr(cn, err)
 	}
-	dst = append(dst, cl.val...)
-	st := cl.st
-	c.free = append(c.free, cl)
-	return dst, statusErr(st)
-}
-
-func (c *Client) partition(key []byte) int {
-	return rfp.PartitionOf(rfp.KeyHash(key), c.layout.Partitions)
+	return dst, err
 }
 
 // Get returns the value of key, or ErrNotFound.
 func (c *Client) Get(ctx context.Context, key []byte) ([]byte, error) {
-	if err := c.check(key, nil); err != nil {
-		return nil, err
-	}
-	v, err := c.do(ctx, c.partition(key), rfp.OpGet, key, nil, 0, nil)
+	v, err := c.pick(key).do(ctx, rfp.OpGet, key, nil, 0, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -204,39 +163,58 @@ func (c *Client) Get(ctx context.Context, key []byte) ([]byte, error) {
 // GetTo appends the value of key to dst: with a dst of enough capacity it
 // allocates nothing.
 func (c *Client) GetTo(ctx context.Context, key, dst []byte) ([]byte, error) {
-	if err := c.check(key, nil); err != nil {
-		return dst, err
-	}
-	return c.do(ctx, c.partition(key), rfp.OpGet, key, nil, 0, dst)
+	return c.pick(key).do(ctx, rfp.OpGet, key, nil, 0, dst)
 }
 
 // Put stores value under key; ttlSeconds 0 means no expiry.
 func (c *Client) Put(ctx context.Context, key, value []byte, ttlSeconds uint32) error {
-	if err := c.check(key, value); err != nil {
-		return err
-	}
-	_, err := c.do(ctx, c.partition(key), rfp.OpPut, key, value, ttlSeconds, nil)
+	_, err := c.pick(key).do(ctx, rfp.OpPut, key, value, ttlSeconds, nil)
 	return err
 }
 
 // Delete removes key; ErrNotFound if it was absent.
 func (c *Client) Delete(ctx context.Context, key []byte) error {
-	if err := c.check(key, nil); err != nil {
-		return err
-	}
-	_, err := c.do(ctx, c.partition(key), rfp.OpDelete, key, nil, 0, nil)
+	_, err := c.pick(key).do(ctx, rfp.OpDelete, key, nil, 0, nil)
 	return err
 }
 
-// Stats returns every partition's statistics as JSON documents.
+// Stats returns every partition's statistics as JSON documents, server
+// after server in Dial's order; it fails if any server does (see
+// ServerStats for each server's answer).
 func (c *Client) Stats(ctx context.Context) ([]json.RawMessage, error) {
-	out := make([]json.RawMessage, c.layout.Partitions)
-	for p := range out {
-		v, err := c.do(ctx, p, rfp.OpStats, nil, nil, 0, nil)
+	var out []json.RawMessage
+	for _, s := range c.servers {
+		parts, err := s.stats(ctx)
 		if err != nil {
 			return nil, err
 		}
-		out[p] = v
+		out = append(out, parts...)
 	}
 	return out, nil
+}
+
+// Run executes the batch pipelined; with many servers, the parts of
+// different servers run in parallel. It returns the first connection or
+// context error; every operation's outcome is in Result, also when Run
+// fails (the keys of servers that answered have their results).
+func (c *Client) Run(ctx context.Context, b *Batch) error {
+	if c.one != nil {
+		b.split = false
+		return c.one.run(ctx, b)
+	}
+	return c.runSplit(ctx, b)
+}
+
+// run executes b on this server.
+func (s *server) run(ctx context.Context, b *Batch) error {
+	cn, err := s.conn()
+	if err == nil {
+		if err = cn.run(ctx, b); err != nil {
+			err = s.opErr(cn, err)
+		}
+	}
+	if err != nil {
+		b.settle(err)
+	}
+	return err
 }

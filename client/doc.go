@@ -1,14 +1,50 @@
 // Package client is Jakiro's Go SDK.
 //
+//	import _ "github.com/jakiro-kv/jakiro/fabric/providers" // the fabrics to dial
+//
 //	c, err := client.Dial(ctx, "shm:///tmp/jakiro.sock")
 //	err = c.Put(ctx, []byte("k"), []byte("v"), 0)
 //	v, err := c.Get(ctx, []byte("k"))
 //
 // A Client is safe for concurrent use: goroutines share its connection and
-// drive its protocol engine in turn. For throughput, a Batch pipelines many
-// operations over every partition's window at once. Mode (rfp, reply,
-// hybrid) and the remote fetch size are options; Counters report fabric
-// round trips and retries. Context deadlines are honoured: an operation
-// whose context ends returns ctx.Err() (its slot is reclaimed when the
-// server's answer arrives).
+// drive its protocol engine (rfp.Engine) in turn: one posts what the engine
+// asks, polls completions and feeds them back with the clock, rings
+// doorbells, and hands finished results to their callers. For throughput, a
+// Batch pipelines many operations over every partition's window at once.
+// Mode (rfp, reply, hybrid) and the remote fetch size are options; Counters
+// report fabric round trips, retries and doorbell rings. Context deadlines
+// are honoured: an operation whose context ends returns ctx.Err() (its slot
+// is reclaimed when the server's answer arrives).
+//
+// Waiting spins, because answers arrive in memory, not as events; but at
+// most half the process's Ps spin at once (at least one), and the other
+// waiters park until a spinner hands them its place. A client on the
+// server's machine (shm, loopback tcp) therefore leaves the server's
+// partitions the cores they need, whatever its GOMAXPROCS and however
+// many goroutines wait.
+//
+// The package re-exports what callers need of the protocol (Mode, Counters,
+// limits), so programs import client, not rfp. Fabric providers register
+// themselves when linked: a program imports fabric/providers (or the
+// providers it wants) once.
+//
+// Many servers: Dial takes a comma-separated list of fabric URLs, in any
+// mix of fabrics ("tcp://a:7000,shm:///tmp/b.sock"), or WithServers. Each
+// key lives on one server, chosen by rendezvous hashing of the key over
+// the addresses as written (their order does not matter; adding a server
+// moves about 1/N of the keys). A Batch is split per server and the parts
+// run in parallel. With one server nothing of this costs anything on the
+// operation path.
+//
+// Failures: a server whose connection breaks (it stopped, crashed or
+// restarted) is dialled again in the background with capped, jittered
+// exponential backoff (10 ms doubling to 400 ms); meanwhile its keys fail
+// at once with ErrUnavailable (wrapping ErrConnLost and the fabric's
+// cause, or the last dial error), the other servers' keys are served, and
+// within about 400 ms of the server being back its keys are served again.
+// An operation in flight when a connection breaks fails with ErrConnLost
+// and may or may not have taken effect. A server that hangs without
+// closing its connection is not detected: bound operations with context
+// deadlines. ServerCounters reports each server's counters and connection
+// state, ServerStats each server's statistics.
 package client

@@ -15,6 +15,21 @@ var (
 	ErrBadRequest = errors.New("jakiro: server rejected the request as malformed")
 	ErrServer     = errors.New("jakiro: server error")
 	ErrClosed     = errors.New("jakiro: client closed")
+
+	// ErrUnavailable: the key's server cannot be reached now. The error
+	// names the server and wraps the cause (ErrConnLost, a dial error);
+	// the client reconnects in the background, and the other servers'
+	// keys are unaffected.
+	ErrUnavailable = errors.New("jakiro: server unavailable")
+	// ErrConnLost: the connection to a server broke (it stopped, or the
+	// network failed); wrapped in ErrUnavailable with the fabric's cause.
+	// An operation in flight then may or may not have taken effect.
+	ErrConnLost = errors.New("jakiro: connection lost")
+	// ErrAuth: Dial was refused for a missing or wrong token.
+	ErrAuth = rfp.ErrAuth
+	// ErrServerFull: Dial was refused because the server has its maximum
+	// of clients (server --max-clients).
+	ErrServerFull = rfp.ErrServerFull
 )
 
 func statusErr(st rfp.Status) error {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/jakiro-kv/jakiro/client"
+	_ "github.com/jakiro-kv/jakiro/fabric/providers" // a program links the fabrics it dials
 	"github.com/jakiro-kv/jakiro/server"
 )
 

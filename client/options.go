@@ -11,29 +11,36 @@ import (
 type Option func(*config)
 
 type config struct {
-	init   rfp.InitiatorConfig
-	fabric fabric.Options
+	engine    rfp.EngineConfig
+	fabric    fabric.Options
+	servers   []string // WithServers
+	authToken string
 }
 
 // WithMode picks rfp (default), reply or hybrid.
-func WithMode(m Mode) Option { return func(c *config) { c.init.Mode = m } }
+func WithMode(m Mode) Option { return func(c *config) { c.engine.Mode = m } }
 
 // WithRFS fixes the remote fetch size in bytes; 0 means auto (default).
-func WithRFS(n int) Option { return func(c *config) { c.init.RFS = n } }
+func WithRFS(n int) Option { return func(c *config) { c.engine.RFS = n } }
 
 // WithWindow bounds outstanding requests per partition (default: the
 // server's ring slots; more asks the server for deeper rings).
-func WithWindow(n int) Option { return func(c *config) { c.init.Window = n } }
+func WithWindow(n int) Option { return func(c *config) { c.engine.Window = n } }
 
 // WithFetchDelay fixes the wait before the first fetch READ; by default it
 // adapts.
 func WithFetchDelay(d time.Duration) Option {
-	return func(c *config) { c.init.FetchDelayNS = int64(d) }
+	return func(c *config) { c.engine.FetchDelayNS = int64(d) }
 }
 
 // WithHybridThreshold sets R, the not-ready READ streak that makes hybrid
 // mode ask for replies.
-func WithHybridThreshold(r int) Option { return func(c *config) { c.init.HybridR = r } }
+func WithHybridThreshold(r int) Option { return func(c *config) { c.engine.HybridR = r } }
+
+// WithAuthToken presents token to the server at the handshake; by
+// default the client presents $JAKIRO_AUTH_TOKEN, if set. A server that
+// wants another token refuses with ErrAuth.
+func WithAuthToken(token string) Option { return func(c *config) { c.authToken = token } }
 
 // WithFabric passes fabric options (queue depth, RDMA device).
 func WithFabric(o fabric.Options) Option { return func(c *config) { c.fabric = o } }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Options tune a connection or listener. Zero values take defaults.
@@ -23,7 +24,19 @@ type Options struct {
 	// Doorbells is how many doorbells a listener offers its peers (see
 	// Doorbells); 0 for none. Providers without them ignore it.
 	Doorbells int
+	// SendTimeout bounds how long a peer may take none of the bytes this
+	// side has to send it (requests or responses): past it the connection
+	// ends with ErrPeerGone, so a peer that stops reading cannot hold a
+	// sender (default 1s). Providers whose hardware bounds sends itself
+	// (verbs) ignore it.
+	SendTimeout time.Duration
+	// Logf receives what a listener turned away (handshake floods,
+	// timeouts), rate-limited; nil drops it.
+	Logf func(format string, args ...any)
 }
+
+// DefaultSendTimeout is Options.SendTimeout's default.
+const DefaultSendTimeout = time.Second
 
 // MaxDoorbells bounds Options.Doorbells.
 const MaxDoorbells = 256
@@ -35,6 +48,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.DomainSize <= 0 {
 		o.DomainSize = 1 << 30
+	}
+	if o.SendTimeout <= 0 {
+		o.SendTimeout = DefaultSendTimeout
 	}
 	return o
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/jakiro-kv/jakiro/internal/bytesize"
 )
 
 // Mode selects what a full partition does.
@@ -119,7 +121,7 @@ func (c Config) normalize() (Config, error) {
 	case c.Memory < 0:
 		return c, fmt.Errorf("kv: Memory %d is negative", c.Memory)
 	case c.MaxValue < 0 || c.MaxValue > MaxMaxValue:
-		return c, fmt.Errorf("kv: MaxValue %d out of range 1..%d (%s)", c.MaxValue, MaxMaxValue, FormatSize(MaxMaxValue))
+		return c, fmt.Errorf("kv: MaxValue %d out of range 1..%d (%s)", c.MaxValue, MaxMaxValue, bytesize.Format(MaxMaxValue))
 	case c.AvgItemSize < 0:
 		return c, fmt.Errorf("kv: AvgItemSize %d is negative", c.AvgItemSize)
 	case c.Mode > ModeStore:
@@ -168,6 +170,22 @@ func (c Config) split(per uint64) (g geometry, ok bool) {
 	return g, true
 }
 
+// Split is how Memory divides for this Config: the index and the log
+// (with its overhang of one maximum item) summed over all partitions. It
+// fails as New would on a Config that cannot be built.
+func (c Config) Split() (index, log int64, err error) {
+	c, err = c.normalize()
+	if err != nil {
+		return 0, 0, err
+	}
+	g, err := c.layout()
+	if err != nil {
+		return 0, 0, err
+	}
+	n := int64(c.Partitions)
+	return n * int64(g.buckets*bucketBytes), n * int64(g.logCap+g.overhang), nil
+}
+
 // layout splits one partition's share of the budget into index and log.
 func (c Config) layout() (geometry, error) {
 	per := uint64(c.Memory) / uint64(c.Partitions)
@@ -175,15 +193,15 @@ func (c Config) layout() (geometry, error) {
 	switch {
 	case ok && g.logCap > maxLogCap:
 		return g, fmt.Errorf("kv: Memory %s gives each of %d partitions a log over %s; use more partitions",
-			FormatSize(c.Memory), c.Partitions, FormatSize(maxLogCap))
+			bytesize.Format(c.Memory), c.Partitions, bytesize.Format(maxLogCap))
 	case !ok:
 		return g, fmt.Errorf("kv: Memory %s too small: each of %d partitions gets %s, "+
 			"but with MaxValue %s a partition needs at least %s (its log must hold two "+
 			"maximum items); raise Memory or lower MaxValue or Partitions",
-			FormatSize(c.Memory), c.Partitions, FormatSize(int64(per)), FormatSize(int64(c.MaxValue)),
-			FormatSize(int64(c.minPartition())))
+			bytesize.Format(c.Memory), c.Partitions, bytesize.Format(int64(per)), bytesize.Format(int64(c.MaxValue)),
+			bytesize.Format(int64(c.minPartition())))
 	case per > math.MaxInt:
-		return g, fmt.Errorf("kv: Memory %s per partition does not fit this platform's address space", FormatSize(int64(per)))
+		return g, fmt.Errorf("kv: Memory %s per partition does not fit this platform's address space", bytesize.Format(int64(per)))
 	}
 	return g, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/jakiro-kv/jakiro/internal/bytesize"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,7 +30,7 @@ func allocRegion(n int) (mem []byte, free func() error, err error) {
 	}
 	m, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kv: mmap %s: %w", FormatSize(int64(size)), err)
+		return nil, nil, fmt.Errorf("kv: mmap %s: %w", bytesize.Format(int64(size)), err)
 	}
 	start := 0
 	if huge {

@@ -1,7 +1,7 @@
 package rfp
 
-// Counters count what an initiator did. Fabric operations per request =
-// (Writes + Reads) / Ops.
+// Counters count what an engine did. Fabric operations per request =
+// (Writes + Reads) / Ops; doorbell rings per request = Rings / Ops.
 type Counters struct {
 	Ops        uint64 // requests completed
 	Writes     uint64 // request WRITEs
@@ -10,7 +10,7 @@ type Counters struct {
 	ExtraReads uint64 // second READs for values longer than RFS
 	Torn       uint64 // READs that saw a torn slot and were repeated
 	Replied    uint64 // requests answered by a server WRITE
-	Rings      uint64 // doorbell rings to wake a dozing partition
+	Rings      uint64 // doorbell rings (bells.go: after a quiet spell, for unanswered requests)
 }
 
 // FabricOpsPerOp is (Writes+Reads)/Ops.
@@ -19,6 +19,14 @@ func (c Counters) FabricOpsPerOp() float64 {
 		return 0
 	}
 	return float64(c.Writes+c.Reads) / float64(c.Ops)
+}
+
+// RingsPerOp is Rings/Ops.
+func (c Counters) RingsPerOp() float64 {
+	if c.Ops == 0 {
+		return 0
+	}
+	return float64(c.Rings) / float64(c.Ops)
 }
 
 // Sub is c - o, for measuring an interval.

@@ -9,6 +9,8 @@
 // server partition, a request ring and a response ring of Slots slots each.
 // The client owns a local region of the same geometry that serves as WRITE
 // source and READ target, and as the target of server WRITEs in reply mode.
+// Dial sets a client's side up (handshake, local region, control block)
+// and returns it as a Link; Listener.Accept is the server's side.
 //
 // # One operation
 //
@@ -21,16 +23,40 @@
 //     value come back together. Sequence not yet there: READ again. Value
 //     longer than RFS-8: one more READ of the rest.
 //
+// # The client engine
+//
+// Engine is the client side as a pure state machine, in the manner of etcd
+// raft: it does no I/O and reads no clock. A driver (package client) owns
+// the fabric connection and feeds the engine steps — Submit a request,
+// Complete a fabric completion, Tick at a time — each with its clock in
+// nanoseconds; the engine answers with the operations to post (Pending,
+// then Posted), the partitions whose doorbells to ring after posting them
+// (Rings, then Rang), the finished requests (Results, then Consumed, which
+// frees their slots) and Next, the earliest time Tick has work. It reads
+// and writes only its local region's bytes: requests are encoded there,
+// READs and replies land there, and each response is parsed and
+// checksummed once, its status and value length kept for the Result.
+//
 // When to fetch: the first READ waits a FetchDelay that adapts to how
 // often first READs find nothing (about 1%; faster towards short delays
-// for a request alone in flight, where only latency is at stake). A
-// partition answers a client's ring in order, so while an older request
-// waits to retry a miss, younger ones of that partition are not fetched.
+// for a request alone in flight, where only latency is at stake). Retries
+// back off per request up to 20 µs. A partition answers a client's
+// requests in ring order, so while an older request has missed and not
+// yet been found ready, younger ones of that partition are not fetched.
+// AutoRFS moves the fetch size to cover the values seen.
 //
-// In reply mode (a per-request flag) the server additionally WRITEs the
-// response slot into the client's local region, where the client polls it.
-// Hybrid mode switches the flag on when fetching keeps finding results not
-// ready and off again when it pays (Hybrid).
+// The mode is one ReplyPolicy (Mode.Policy): it decides per request
+// whether to set FlagReply, asking the server to WRITE the response slot
+// into the client's local region as well, where the engine polls it
+// (Tick). ModeRFP never asks, ModeReply always does, and Hybrid switches
+// to replies when fetching keeps finding results not ready and back when
+// fetching pays.
+//
+// Doorbells (bells.go) wake partitions that stopped polling: a request
+// rings its partition when none went there for QuietRing; requests left
+// unanswered ring on one schedule per partition, RingAfter and then twice
+// as long each time up to MaxRingGap, restarted by every answer. Counters
+// count rings beside fabric operations (RingsPerOp, FabricOpsPerOp).
 //
 // # Slots and torn writes
 //

@@ -19,16 +19,33 @@ const (
 type Hello struct {
 	Version uint8
 	Slots   uint16 // requested slots per ring; 0 = server default
+	// Proof is AuthProof of the client's token, if HasProof.
+	Proof    [AuthProofSize]byte
+	HasProof bool
 }
 
-const helloSize = 8
+// A hello is magic:u32 version:u8 flags:u8 slots:u16, then the token
+// proof when flags has helloAuth: 40 bytes, within fabric.MaxDialData.
+const (
+	helloSize     = 8
+	helloAuthSize = helloSize + AuthProofSize
+	helloAuth     = 1 // flags: a token proof follows
+)
 
 // Put encodes h.
 func (h Hello) Put() []byte {
-	b := make([]byte, helloSize)
+	n := helloSize
+	if h.HasProof {
+		n = helloAuthSize
+	}
+	b := make([]byte, n)
 	binary.LittleEndian.PutUint32(b, helloMagic)
 	b[4] = h.Version
 	binary.LittleEndian.PutUint16(b[6:], h.Slots)
+	if h.HasProof {
+		b[5] |= helloAuth
+		copy(b[helloSize:], h.Proof[:])
+	}
 	return b
 }
 
@@ -41,6 +58,16 @@ func ParseHello(b []byte) (Hello, error) {
 		return Hello{}, ErrNotJakiro
 	}
 	h := Hello{Version: b[4], Slots: binary.LittleEndian.Uint16(b[6:])}
+	if b[5]&^helloAuth != 0 {
+		return h, fmt.Errorf("rfp: hello has unknown flags %#x", b[5]&^helloAuth)
+	}
+	if b[5]&helloAuth != 0 {
+		if len(b) < helloAuthSize {
+			return h, fmt.Errorf("rfp: hello says it carries a token proof but has %d bytes, want %d", len(b), helloAuthSize)
+		}
+		copy(h.Proof[:], b[helloSize:])
+		h.HasProof = true
+	}
 	if h.Version != Version {
 		return h, fmt.Errorf("rfp: client speaks version %d, server %d", h.Version, Version)
 	}
@@ -53,6 +80,29 @@ type Welcome struct {
 	Layout   Layout
 	Grant    fabric.Desc
 	ClientID uint32
+	// Refused, when not zero, says the server refused the client (and
+	// closes the connection); nothing else is set then.
+	Refused Refusal
+}
+
+// Refusal is why a server refused a client at the handshake.
+type Refusal uint8
+
+const (
+	// RefusedFull: the server has its maximum of clients.
+	RefusedFull Refusal = 1
+	// RefusedAuth: the client gave no token, or a wrong one.
+	RefusedAuth Refusal = 2
+)
+
+func (r Refusal) err() error {
+	switch r {
+	case RefusedFull:
+		return ErrServerFull
+	case RefusedAuth:
+		return ErrAuth
+	}
+	return fmt.Errorf("rfp: server refused the connection (reason %d)", r)
 }
 
 const welcomeSize = 4 + 4 + 5*4 + fabric.DescSize + 4
@@ -63,6 +113,10 @@ func (w Welcome) Put() []byte {
 	le := binary.LittleEndian
 	le.PutUint32(b, welcomeMagic)
 	b[4] = Version
+	b[5] = byte(w.Refused)
+	if w.Refused != 0 {
+		return b
+	}
 	le.PutUint32(b[8:], uint32(w.Layout.Partitions))
 	le.PutUint32(b[12:], uint32(w.Layout.Slots))
 	le.PutUint32(b[16:], uint32(w.Layout.MaxValue))
@@ -73,7 +127,8 @@ func (w Welcome) Put() []byte {
 	return b
 }
 
-// ParseWelcome decodes and validates the server's private data.
+// ParseWelcome decodes and validates the server's private data. A
+// refusal comes back as its error (ErrServerFull, ErrAuth).
 func ParseWelcome(b []byte) (Welcome, error) {
 	le := binary.LittleEndian
 	if len(b) < welcomeSize || le.Uint32(b) != welcomeMagic {
@@ -81,6 +136,9 @@ func ParseWelcome(b []byte) (Welcome, error) {
 	}
 	if b[4] != Version {
 		return Welcome{}, fmt.Errorf("rfp: server speaks version %d, client %d", b[4], Version)
+	}
+	if r := Refusal(b[5]); r != 0 {
+		return Welcome{Refused: r}, r.err()
 	}
 	var w Welcome
 	w.Layout = Layout{

@@ -48,10 +48,14 @@ func (l Layout) Validate() error {
 		return fmt.Errorf("rfp: slots %d outside 1..%d", l.Slots, MaxSlots)
 	case l.MaxValue < 0 || l.MaxValue > MaxValueLen:
 		return fmt.Errorf("rfp: max value %d outside 0..%d", l.MaxValue, MaxValueLen)
-	case l.ReqSlot < reqHeader+MaxKeyLen+l.MaxValue+sumSize || l.ReqSlot%slotAlign != 0:
-		return fmt.Errorf("rfp: request slot %d too small or unaligned", l.ReqSlot)
-	case l.RespSlot < respHeader+l.MaxValue+sumSize || l.RespSlot%slotAlign != 0:
-		return fmt.Errorf("rfp: response slot %d too small or unaligned", l.RespSlot)
+	// Slots no larger than the max value needs: a peer's layout must not
+	// make the other side allocate more than the protocol can use.
+	case l.ReqSlot < reqHeader+MaxKeyLen+l.MaxValue+sumSize || l.ReqSlot%slotAlign != 0 ||
+		l.ReqSlot > align(reqHeader+MaxKeyLen+l.MaxValue+sumSize, slotAlign):
+		return fmt.Errorf("rfp: request slot %d wrong size or unaligned for max value %d", l.ReqSlot, l.MaxValue)
+	case l.RespSlot < respHeader+l.MaxValue+sumSize || l.RespSlot%slotAlign != 0 ||
+		l.RespSlot > align(respHeader+l.MaxValue+sumSize, slotAlign):
+		return fmt.Errorf("rfp: response slot %d wrong size or unaligned for max value %d", l.RespSlot, l.MaxValue)
 	}
 	return nil
 }

@@ -38,3 +38,42 @@ func ParseMode(s string) (Mode, error) {
 	}
 	return 0, fmt.Errorf("rfp: unknown mode %q (want rfp, reply or hybrid)", s)
 }
+
+// ReplyPolicy is a mode as the engine uses it: it decides, request by
+// request, whether to ask the server to WRITE the response (FlagReply), and
+// learns from how requests finished. The engine consults nothing else about
+// the mode.
+type ReplyPolicy interface {
+	// Reply says whether the next request should ask for a server reply.
+	Reply() bool
+	// OnFetch records one fetch READ that found the result ready or not.
+	OnFetch(ready bool)
+	// OnReplied records one request finished by a server WRITE.
+	OnReplied()
+}
+
+// Policy is mode m's reply policy; hybridR is Hybrid's not-ready streak
+// (0: default).
+func (m Mode) Policy(hybridR int) ReplyPolicy {
+	switch m {
+	case ModeReply:
+		return alwaysReply{}
+	case ModeHybrid:
+		return NewHybrid(hybridR, 0)
+	}
+	return neverReply{}
+}
+
+// neverReply is ModeRFP: every result is fetched.
+type neverReply struct{}
+
+func (neverReply) Reply() bool  { return false }
+func (neverReply) OnFetch(bool) {}
+func (neverReply) OnReplied()   {}
+
+// alwaysReply is ModeReply: the server WRITEs every result.
+type alwaysReply struct{}
+
+func (alwaysReply) Reply() bool  { return true }
+func (alwaysReply) OnFetch(bool) {}
+func (alwaysReply) OnReplied()   {}

@@ -4,13 +4,12 @@ package rfp
 // size covering about their 95th percentile, so mixed-size workloads stay
 // near two round trips per operation. It is a pure state machine.
 type AutoRFS struct {
-	counts  [rfsBuckets]uint32
-	total   uint32
-	since   uint32
-	rfs     int
-	min     int
-	max     int
-	recalcN uint32
+	counts [rfsBuckets]uint32
+	total  uint32
+	since  uint32
+	rfs    int
+	min    int
+	max    int
 }
 
 // Size buckets: 8-byte steps to 512 B, then 64-byte steps to 4 KiB, then

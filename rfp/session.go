@@ -1,7 +1,6 @@
 package rfp
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -23,9 +22,11 @@ type Session struct {
 	layout Layout
 	rings  []sessionRing
 
-	replyMu    sync.Mutex // serialises reply-mode Post/Poll across partitions
-	replyComps [16]fabric.Completion
-	closed     atomic.Bool
+	replyMu      sync.Mutex // serialises reply-mode Post/Poll across partitions
+	replyComps   [16]fabric.Completion
+	replyTimeout time.Duration
+	closed       atomic.Bool
+	release      func() // gives the listener's client slot back, once
 }
 
 type sessionRing struct {
@@ -33,7 +34,6 @@ type sessionRing struct {
 	stuckSince int64  // when the expected slot was first seen invalid
 	replyTo    fabric.Desc
 	haveReply  bool
-	cur        Request
 	reply      [1]fabric.Op
 	_          [64]byte // keep partitions' rings on separate cache lines
 }
@@ -43,9 +43,9 @@ type sessionRing struct {
 // as malformed. Honest WRITEs land within microseconds.
 const StuckTimeout = int64(1e9)
 
-func newSession(id uint32, conn fabric.Conn, grant *fabric.Region, l Layout) *Session {
+func newSession(id uint32, conn fabric.Conn, grant *fabric.Region, l Layout, replyTimeout time.Duration, release func()) *Session {
 	s := &Session{ID: id, conn: conn, grant: grant, mem: grant.Bytes(), layout: l,
-		rings: make([]sessionRing, l.Partitions)}
+		rings: make([]sessionRing, l.Partitions), replyTimeout: replyTimeout, release: release}
 	for p := range s.rings {
 		s.rings[p].next = 1
 	}
@@ -69,6 +69,9 @@ func (s *Session) Close() error {
 	}
 	err := s.conn.Close()
 	s.grant.Close()
+	if s.release != nil {
+		s.release()
+	}
 	return err
 }
 
@@ -157,6 +160,7 @@ func (s *Session) Respond(p int, reply bool, st Status, n int) error {
 		Len: size, Remote: ring.replyTo, RemoteOff: uint64(off)}
 	s.replyMu.Lock()
 	defer s.replyMu.Unlock()
+	var deadline time.Time
 	for {
 		err := s.conn.Post(ring.reply[:])
 		if err == nil {
@@ -164,6 +168,13 @@ func (s *Session) Respond(p int, reply bool, st Status, n int) error {
 		}
 		if !errors.Is(err, fabric.ErrQueueFull) {
 			return err
+		}
+		// The client's fabric is not taking our WRITEs: wait for room,
+		// but only so long, or one client would hold the partition.
+		if deadline.IsZero() {
+			deadline = time.Now().Add(s.replyTimeout)
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("%w: no room for a reply WRITE in %v", ErrReplyStalled, s.replyTimeout)
 		}
 		if _, err := s.conn.Poll(s.replyComps[:]); err != nil {
 			return err
@@ -181,143 +192,11 @@ func (s *Session) Respond(p int, reply bool, st Status, n int) error {
 	return nil
 }
 
-// ListenConfig is the server's side of the geometry.
-type ListenConfig struct {
-	Partitions int
-	Slots      int // per ring; default DefaultSlots
-	MaxValue   int
-	Fabric     fabric.Options
-}
+// ErrReplyStalled: a client's connection took no reply WRITE within the
+// listener's ReplyTimeout. The server gives such a client up.
+var ErrReplyStalled = errors.New("rfp: reply WRITEs stalled")
 
-// Listener accepts clients and grants each its rings.
-type Listener struct {
-	ln     fabric.Listener
-	bells  fabric.Doorbells // nil when the fabric has none
-	cfg    ListenConfig
-	nextID atomic.Uint32
-}
-
-// Listen starts listening on a fabric URL.
-func Listen(addr string, cfg ListenConfig) (*Listener, error) {
-	if cfg.Slots == 0 {
-		cfg.Slots = DefaultSlots
-	}
-	if _, err := NewLayout(cfg.Partitions, cfg.Slots, cfg.MaxValue); err != nil {
-		return nil, err
-	}
-	fo := cfg.Fabric
-	fo.Doorbells = cfg.Partitions // one per partition, where the fabric has them
-	ln, err := fabric.Listen(addr, fo)
-	if err != nil {
-		return nil, err
-	}
-	l := &Listener{ln: ln, cfg: cfg}
-	l.bells, _ = ln.(fabric.Doorbells)
-	return l, nil
-}
-
-// HasDoorbells says whether idle partitions can block in WaitBell; without
-// them they must poll.
-func (l *Listener) HasDoorbells() bool { return l.bells != nil }
-
-// WaitBell blocks until a client rings partition p's doorbell or d passes.
-func (l *Listener) WaitBell(p int, d time.Duration) (bool, error) {
-	if l.bells == nil {
-		return false, errors.New("rfp: fabric has no doorbells")
-	}
-	return l.bells.WaitBell(p, d)
-}
-
-// RingBell wakes partition p's waiter (at shutdown).
-func (l *Listener) RingBell(p int) {
-	if l.bells != nil {
-		l.bells.RingBell(p)
-	}
-}
-
-// Addr is the URL clients dial.
-func (l *Listener) Addr() string { return l.ln.Addr() }
-
-// Close stops accepting.
-func (l *Listener) Close() error { return l.ln.Close() }
-
-// HandshakeError is a failed handshake with one client; the listener is
-// still good.
-type HandshakeError struct{ Err error }
-
-func (e *HandshakeError) Error() string { return "rfp: handshake: " + e.Err.Error() }
-func (e *HandshakeError) Unwrap() error { return e.Err }
-
-// Accept waits for a client, checks its hello, grants its rings and
-// completes the handshake. Errors of one client come as *HandshakeError.
-func (l *Listener) Accept(ctx context.Context) (*Session, error) {
-	setup, err := l.ln.Accept(ctx)
-	if err != nil {
-		return nil, err
-	}
-	h, err := ParseHello(setup.PeerData())
-	if err != nil {
-		setup.Close()
-		return nil, &HandshakeError{err}
-	}
-	// A client may ask for a deeper ring than the default (a larger
-	// window), up to a cap that bounds what one client can make us grant.
-	slots := l.cfg.Slots
-	if h.Slots != 0 && int(h.Slots) <= max(l.cfg.Slots, 32) {
-		slots = int(h.Slots)
-	}
-	layout, err := NewLayout(l.cfg.Partitions, slots, l.cfg.MaxValue)
-	if err != nil {
-		setup.Close()
-		return nil, &HandshakeError{err}
-	}
-	grant, err := setup.Alloc(layout.Size())
-	if err != nil {
-		setup.Close()
-		return nil, &HandshakeError{err}
-	}
-	id := l.nextID.Add(1)
-	w := Welcome{Layout: layout, Grant: grant.Desc(), ClientID: id}
-	conn, err := setup.Establish(ctx, w.Put())
-	if err != nil {
-		grant.Close()
-		setup.Close()
-		return nil, &HandshakeError{err}
-	}
-	return newSession(id, conn, grant, layout), nil
-}
-
-// Dial connects to a Jakiro server and returns the client side.
-func Dial(ctx context.Context, addr string, cfg InitiatorConfig, fo fabric.Options) (*Initiator, error) {
-	setup, err := fabric.Dial(ctx, addr, fo)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := setup.Establish(ctx, Hello{Version: Version, Slots: uint16(cfg.Window)}.Put())
-	if err != nil {
-		setup.Close()
-		return nil, err
-	}
-	w, err := ParseWelcome(conn.PeerData())
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	local, err := conn.Alloc(w.Layout.Size())
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	in, err := NewInitiator(conn, local, w, cfg)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return in, nil
-}
-
-// Close ends the client's connection.
-func (in *Initiator) Close() error { return in.conn.Close() }
-
-// Done is closed when the connection ends.
-func (in *Initiator) Done() <-chan struct{} { return in.conn.Done() }
+// DefaultReplyTimeout bounds how long Respond waits for room to post a
+// reply WRITE: a healthy connection drains in microseconds, but a client
+// process on a busy machine may wait a scheduler slice or two to run.
+const DefaultReplyTimeout = 20 * time.Millisecond

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
@@ -12,31 +13,58 @@ import (
 // Config configures a server. Zero values take defaults.
 type Config struct {
 	Listen     string // fabric URL, default shm:///tmp/jakiro.sock
-	Partitions int    // default 2
+	Partitions int    // default DefaultPartitions()
 	Memory     int64  // store budget, default 1 GiB
 	MaxValue   int    // largest value, default 64 KiB (slots are sized for it)
 	Slots      int    // ring slots per client per partition, default 8
+	MaxClients int    // clients at once, default rfp.DefaultMaxClients
 	Store      bool   // store mode: no eviction, out-of-memory errors
-	ApproxLRU  bool
-	// SpinIdle is how long a partition busy-polls an empty pass before it
-	// starts dozing (default 200µs); DozeSleep bounds the wake-up latency
-	// (default 20µs).
+	// ItemSize is the expected key+value bytes per item; it splits Memory
+	// between index and log (kv.Config.AvgItemSize, default 48).
+	ItemSize  int
+	ApproxLRU bool
+	// SpinIdle is how long a partition keeps polling (yielding its core
+	// between passes) after its last request before it blocks on its
+	// doorbell: at least rfp.IdleBeforeSleep, the default. With no
+	// doorbells it dozes instead, in sleeps of DozeSleep (default 20µs).
 	SpinIdle  time.Duration
 	DozeSleep time.Duration
-	// IdlePoll makes idle partitions poll every DozeSleep instead of
-	// blocking on their doorbells: a tighter wake-up bound for some idle
-	// CPU. Fabrics without doorbells (verbs) always poll.
+	// IdlePoll makes idle partitions poll every client every DozeSleep
+	// instead of blocking on their doorbells: a tighter wake-up bound for
+	// some idle CPU. Fabrics without doorbells (verbs) always poll.
 	IdlePoll bool
-	Fabric   fabric.Options
-	Logf     func(format string, args ...any)
+	// ReplyTimeout bounds how long a partition waits to post one reply
+	// WRITE (default rfp.DefaultReplyTimeout); a client that takes none
+	// in that time is disconnected.
+	ReplyTimeout time.Duration
+	Fabric       fabric.Options
+	Logf         func(format string, args ...any)
+	// AuthToken, if set, is the token every client must present;
+	// Insecure lets a network listener other than loopback go without
+	// one (see rfp.CheckListen).
+	AuthToken string
+	Insecure  bool
 }
+
+// Defaults for the flags of cmd/jakiro (see Config).
+const (
+	DefaultMaxClients   = rfp.DefaultMaxClients
+	DefaultReplyTimeout = rfp.DefaultReplyTimeout
+	DefaultSpinIdle     = time.Duration(rfp.IdleBeforeSleep)
+)
+
+// DefaultPartitions is half the Ps this process has (at least one): a
+// partition busy-polls a core while it has work, and the clients on the
+// same machine need cores too. A server with cores to itself does best
+// with one partition per core it may use.
+func DefaultPartitions() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Listen == "" {
 		c.Listen = "shm:///tmp/jakiro.sock"
 	}
 	if c.Partitions == 0 {
-		c.Partitions = 2
+		c.Partitions = DefaultPartitions()
 	}
 	if c.Memory == 0 {
 		c.Memory = 1 << 30
@@ -47,14 +75,20 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Slots == 0 {
 		c.Slots = rfp.DefaultSlots
 	}
-	if c.SpinIdle == 0 {
-		c.SpinIdle = 200 * time.Microsecond
-	}
+	// Below IdleBeforeSleep a partition could block while a client still
+	// counts on being polled without ringing (rfp/bells.go).
+	c.SpinIdle = max(c.SpinIdle, DefaultSpinIdle)
 	if c.DozeSleep == 0 {
 		c.DozeSleep = 20 * time.Microsecond
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
+	}
+	if c.Fabric.Logf == nil {
+		c.Fabric.Logf = c.Logf
+	}
+	if err := rfp.CheckListen(c.Listen, c.AuthToken != "", c.Insecure); err != nil {
+		return c, fmt.Errorf("server: %w", err)
 	}
 	if c.MaxValue > rfp.MaxValueLen {
 		return c, fmt.Errorf("server: max value %d over the protocol's %d", c.MaxValue, rfp.MaxValueLen)
@@ -70,5 +104,16 @@ func (c Config) kvConfig() kv.Config {
 	if c.Store {
 		mode = kv.ModeStore
 	}
-	return kv.Config{Partitions: c.Partitions, Memory: c.Memory, MaxValue: c.MaxValue, Mode: mode, ApproxLRU: c.ApproxLRU}
+	return kv.Config{Partitions: c.Partitions, Memory: c.Memory, MaxValue: c.MaxValue, Mode: mode, ApproxLRU: c.ApproxLRU,
+		AvgItemSize: c.ItemSize}
+}
+
+// MemorySplit is how Memory divides between the index and the logs (see
+// kv.Config.Split), for the operator.
+func (c Config) MemorySplit() (index, log int64, err error) {
+	c, err = c.withDefaults()
+	if err != nil {
+		return 0, 0, err
+	}
+	return c.kvConfig().Split()
 }

@@ -1,19 +1,49 @@
 // Package server is the Jakiro server: it listens on a fabric URL, grants
 // every client its request and response rings (package rfp), and runs one
 // goroutine per EREW partition of the store (package kv). Only that
-// goroutine touches its partition and its rings, so the hot path takes no
-// lock and allocates nothing.
+// goroutine touches its partition's store and rings, so requests are
+// served without locks and without allocating.
 //
-// A partition goroutine scans its clients' request rings, runs every ready
-// request in one pass, and writes each result into the client's response
-// slot in server memory (rfp mode) — and, when the request asks for it,
-// WRITEs it into the client's memory too (reply and hybrid modes). It
-// busy-polls while there is work and dozes in short sleeps when idle, so an
-// idle server costs little CPU and still wakes within DozeSleep.
+// # Passes, the polled set and sweeps
+//
+// A partition goroutine works in passes. A pass looks at the partition's
+// polled set — the clients that had a request in the last rfp.ActiveHold —
+// and serves at most 8 ready requests of each (a client keeping a deep
+// ring full waits its turn like the others), writing each result into the
+// client's response slot in server memory and, when the request asks for
+// it, WRITEing it into the client's memory too (reply and hybrid modes).
+// Every client is looked at (a sweep, 32 clients a pass beside the polled
+// set) only after the partition's doorbell rang, before it blocks on the
+// bell, and every 100 ms awake (every second asleep): a pass costs what the
+// active clients cost, not what the connected ones cost. Clients that left
+// the polled set within the last second (the warm set) are looked at at
+// once after a ring: the ringer is most likely one of them. Clients ring
+// when they start sending after a quiet spell (the contract is in
+// rfp/bells.go); a busy partition checks its bell every 20 µs.
+//
+// # Idle
+//
+// A partition that finds no work keeps polling for Config.SpinIdle (at
+// least rfp.IdleBeforeSleep, 100 µs), giving its core to other processes
+// (sched_yield) past the first 10 µs, then sweeps once more and blocks on
+// its doorbell until a client rings or the next housekeeping sweep: an
+// idle server uses no CPU. Fabrics without doorbells, and Config.IdlePoll,
+// poll every client every pass and doze in short nanosleeps instead.
+//
+// # Clients that misbehave
 //
 // Clients come and go at any time: a client whose connection ends is
 // removed from every partition, and its rings are freed only after every
 // partition goroutine has moved past it. Requests are untrusted: malformed
 // slots, unknown ops, bad keys and oversize values get an error status,
-// never a panic.
+// never a panic. A reply WRITE that finds no room on the client's
+// connection for Config.ReplyTimeout disconnects that client, logged; no
+// partition waits longer than that on one client. At most
+// Config.MaxClients clients are connected; the next is refused with
+// rfp.ErrServerFull. Connection churn is logged at most 20 lines a second.
+//
+// Close (or the end of Serve's context) stops everything the server
+// started and returns once every goroutine has ended, unless a fabric call
+// inside a partition does not return within a second: it then returns an
+// error and leaves that memory to the process's exit.
 package server

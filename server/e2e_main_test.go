@@ -1,20 +1,22 @@
 package server_test
 
 import (
-	"bufio"
-	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
+	"github.com/jakiro-kv/jakiro/fabric"
+	_ "github.com/jakiro-kv/jakiro/fabric/providers" // the fabrics the tests dial
+	"github.com/jakiro-kv/jakiro/internal/fabricbench"
+	"github.com/jakiro-kv/jakiro/internal/servertest"
+	"github.com/jakiro-kv/jakiro/rfp"
 	"github.com/jakiro-kv/jakiro/server"
 )
 
@@ -22,16 +24,30 @@ import (
 // processes: this test binary re-executed with JAKIRO_E2E_ROLE set.
 func TestMain(m *testing.M) {
 	fabricbench.ServeChildIfRequested() // the raw-fabric target of BenchmarkGet
-	switch os.Getenv("JAKIRO_E2E_ROLE") {
-	case "server":
-		if os.Getenv("JAKIRO_E2E_ROLE_OVERRIDE") == "echo" {
-			os.Exit(echoChild())
+	// Every server child requires a token and every client presents it
+	// (rfp.Dial reads the environment): rdma:// listens beyond loopback,
+	// which protected mode refuses without one, and auth gets exercised on
+	// every fabric.
+	if os.Getenv(rfp.AuthTokenEnv) == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			panic(err)
 		}
-		os.Exit(serverChild())
+		os.Setenv(rfp.AuthTokenEnv, hex.EncodeToString(b[:]))
+	}
+	if listen := servertest.Listen(); listen != "" {
+		if os.Getenv("JAKIRO_E2E_ROLE_OVERRIDE") == "echo" {
+			os.Exit(echoChild(listen))
+		}
+		os.Exit(servertest.Serve(serverConfig(listen)))
+	}
+	switch os.Getenv("JAKIRO_E2E_ROLE") {
 	case "client":
 		os.Exit(clientChild())
 	case "victim":
 		os.Exit(victimChild())
+	case "replyhog":
+		os.Exit(replyHogChild())
 	}
 	os.Exit(m.Run())
 }
@@ -43,9 +59,12 @@ func envInt(name string, def int) int {
 	return def
 }
 
-func serverChild() int {
-	srv, err := server.New(server.Config{
-		Listen:     os.Getenv("JAKIRO_E2E_LISTEN"),
+// serverConfig is the e2e server child's configuration; JAKIRO_E2E_*
+// variables tune it per test.
+func serverConfig(listen string) server.Config {
+	return server.Config{
+		Listen:     listen,
+		AuthToken:  os.Getenv(rfp.AuthTokenEnv),
 		Partitions: envInt("JAKIRO_E2E_PARTITIONS", 2),
 		Memory:     64 << 20,
 		MaxValue:   envInt("JAKIRO_E2E_MAXVALUE", 64<<10),
@@ -55,22 +74,11 @@ func serverChild() int {
 				fmt.Fprintf(os.Stderr, "server: "+f+"\n", a...)
 			}
 		},
-		DozeSleep: time.Duration(envInt("JAKIRO_E2E_DOZE_NS", 0)),
-	})
-	if err != nil {
-		fmt.Println("ERROR", err)
-		return 1
+		DozeSleep:    time.Duration(envInt("JAKIRO_E2E_DOZE_NS", 0)),
+		MaxClients:   envInt("JAKIRO_E2E_MAX_CLIENTS", 0),
+		ReplyTimeout: time.Duration(envInt("JAKIRO_E2E_REPLY_TIMEOUT_NS", 0)),
+		Fabric:       fabric.Options{QueueDepth: envInt("JAKIRO_E2E_QUEUE_DEPTH", 0)},
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	fmt.Println("READY", srv.Addr())
-	err = srv.Serve(ctx)
-	srv.Close()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "serve:", err)
-		return 1
-	}
-	return 0
 }
 
 // e2eListen is the listen URL for one server: JAKIRO_E2E_LISTEN when set
@@ -113,72 +121,10 @@ func scale(n int) int {
 	return n
 }
 
-type serverProc struct {
-	cmd  *exec.Cmd
-	addr string
-}
-
-// startServer starts a server process and returns its address. Cleanup
-// sends SIGTERM and checks a clean exit.
-func startServer(t *testing.T, listen string, extraEnv ...string) *serverProc {
-	return startServerTB(t, listen, extraEnv...)
-}
-
-func startServerB(b *testing.B, fab string) *serverProc {
-	return startServerTB(b, e2eListenTB(b, fab))
-}
-
-func startServerTB(t testing.TB, listen string, extraEnv ...string) *serverProc {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{"JAKIRO_E2E_ROLE=server", "JAKIRO_E2E_LISTEN=" + listen}, extraEnv...)...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			select {
-			case line <- sc.Text():
-			default:
-			}
-		}
-	}()
-	var l string
-	select {
-	case l = <-line:
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("server did not start in 20s")
-	}
-	addr, ok := strings.CutPrefix(l, "READY ")
-	if !ok {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("server: %s", l)
-	}
-	sp := &serverProc{cmd: cmd, addr: addr}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("server did not shut down cleanly on SIGTERM: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			t.Error("server ignored SIGTERM for 10s")
-		}
-	})
-	return sp
+// startServer starts the e2e server child on listen, with env added to
+// its environment.
+func startServer(t testing.TB, listen string, env ...string) *servertest.Proc {
+	return servertest.Start(t, listen, env...)
 }
 
 // child starts this binary in another role against addr.

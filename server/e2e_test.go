@@ -52,16 +52,16 @@ func TestEndToEnd(t *testing.T) {
 			srv := startServer(t, e2eListen(t, fab))
 			for _, m := range modes {
 				t.Run(m.String(), func(t *testing.T) {
-					t.Run("Basic", func(t *testing.T) { testBasic(t, srv.addr, m) })
-					t.Run("ValuesLargerThanRFS", func(t *testing.T) { testLargeValues(t, srv.addr, m) })
-					t.Run("Window", func(t *testing.T) { testWindow(t, srv.addr, m) })
-					t.Run("ManyClients", func(t *testing.T) { testManyClients(t, srv.addr, m) })
+					t.Run("Basic", func(t *testing.T) { testBasic(t, srv.Addr, m) })
+					t.Run("ValuesLargerThanRFS", func(t *testing.T) { testLargeValues(t, srv.Addr, m) })
+					t.Run("Window", func(t *testing.T) { testWindow(t, srv.Addr, m) })
+					t.Run("ManyClients", func(t *testing.T) { testManyClients(t, srv.Addr, m) })
 				})
 			}
-			t.Run("ClientKilled", func(t *testing.T) { testClientKilled(t, srv.addr) })
-			t.Run("BadInput", func(t *testing.T) { testBadInput(t, srv.addr) })
-			t.Run("MalformedSlots", func(t *testing.T) { testMalformedSlots(t, srv.addr) })
-			t.Run("Isolation", func(t *testing.T) { testIsolation(t, srv.addr) })
+			t.Run("ClientKilled", func(t *testing.T) { testClientKilled(t, srv.Addr) })
+			t.Run("BadInput", func(t *testing.T) { testBadInput(t, srv.Addr) })
+			t.Run("MalformedSlots", func(t *testing.T) { testMalformedSlots(t, srv.Addr) })
+			t.Run("Isolation", func(t *testing.T) { testIsolation(t, srv.Addr) })
 		})
 	}
 }
@@ -177,10 +177,8 @@ func testWindow(t *testing.T, addr string, m rfp.Mode) {
 // testManyClients: goroutines with their own clients in this process plus
 // two client processes, all checking their own keys.
 func testManyClients(t *testing.T, addr string, m rfp.Mode) {
-	procs := []*os.Process{}
 	for i := 0; i < 2; i++ {
 		cmd := child(t, "client", addr, "JAKIRO_E2E_MODE="+m.String(), fmt.Sprintf("JAKIRO_E2E_ID=%d", i))
-		procs = append(procs, cmd.Process)
 		defer func() {
 			if err := cmd.Wait(); err != nil {
 				t.Errorf("client process %d: %v", i, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"os/signal"
 	"sync/atomic"
 	"syscall"
@@ -28,8 +27,8 @@ const (
 	echoSlotSize = 128
 )
 
-func echoChild() int {
-	ln, err := fabric.Listen(os.Getenv("JAKIRO_E2E_LISTEN"), fabric.Options{})
+func echoChild(listen string) int {
+	ln, err := fabric.Listen(listen, fabric.Options{})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		return 1
@@ -87,8 +86,8 @@ func echoServe(c fabric.Conn, mem []byte) {
 // benchEcho measures request/response round trips per second (millions)
 // through the echo target, window benchWindow, streaming.
 func benchEcho(b *testing.B, fab string) float64 {
-	srv := startServerTB(b, e2eListenTB(b, fab), "JAKIRO_E2E_ROLE_OVERRIDE=echo")
-	conn, remote, local := dialTarget(b, srv.addr)
+	srv := startServer(b, e2eListenTB(b, fab), "JAKIRO_E2E_ROLE_OVERRIDE=echo")
+	conn, remote, local := dialTarget(b, srv.Addr)
 	defer conn.Close()
 	mem := local.Bytes()
 	var seq [echoSlots]uint32

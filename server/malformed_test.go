@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -26,7 +27,8 @@ func dialRaw(t *testing.T, addr string) *rawClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := setup.Establish(ctx, rfp.Hello{Version: rfp.Version}.Put())
+	hello := rfp.Hello{Version: rfp.Version, Proof: rfp.AuthProof(os.Getenv(rfp.AuthTokenEnv)), HasProof: true}
+	conn, err := setup.Establish(ctx, hello.Put())
 	if err != nil {
 		t.Fatal(err)
 	}

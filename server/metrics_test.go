@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/jakiro-kv/jakiro/rfp"
+	"github.com/jakiro-kv/jakiro/client"
 )
 
 func TestMetrics(t *testing.T) {
@@ -22,27 +22,26 @@ func TestMetrics(t *testing.T) {
 	defer cancel()
 	go srv.Serve(ctx)
 	defer srv.Close()
-	in, err := rfp.Dial(ctx, srv.Addr(), rfp.InitiatorConfig{FetchDelayNS: -1}, srv.cfg.Fabric)
+	c, err := client.Dial(ctx, srv.Addr(), client.WithFabric(srv.cfg.Fabric))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close()
-	for i := 0; i < 2; i++ { // one PUT per partition
-		if _, err := in.Submit(i, rfp.OpStats, nil, nil, 0); err != nil {
-			t.Fatal(err)
-		}
+	defer c.Close()
+	if _, err := c.Stats(ctx); err != nil { // one request per partition
+		t.Fatal(err)
 	}
-	out := make([]rfp.Result, 8)
-	for got := 0; got < 2; {
-		n, err := in.Progress(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got += n
-	}
-	time.Sleep(time.Duration(3 * publishEvery / 2)) // let partitions publish
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(srv.Collector())
+	// Partitions publish their counters every publishEvery, when they get
+	// to it: wait for both series rather than for a fixed time.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := testutil.GatherAndCount(reg, "jakiro_requests_total")
+		if err == nil && n == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP jakiro_clients Connected clients.
 # TYPE jakiro_clients gauge

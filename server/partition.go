@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -12,21 +13,86 @@ import (
 
 // partition is one EREW partition: its goroutine alone touches kv and the
 // partition's rings of every session.
+//
+// A pass looks at the partition's polled set: the peers that had a
+// request in the last rfp.ActiveHold. Every peer is looked at (a sweep,
+// sweepChunk peers per pass beside the polled set) only after a doorbell
+// ring, before blocking on the bell, and every housekeepEvery, so a pass
+// costs what the active clients cost, not what the connected ones cost
+// (the contract with clients is in rfp/bells.go).
+// Fabrics without doorbells, and IdlePoll, look at every peer every pass.
 type partition struct {
 	id      int
 	srv     *Server
 	kv      *kv.Partition
 	seen    atomic.Uint64 // session-list generation this goroutine has moved to
 	stopped atomic.Bool
-	served  uint64
-	dozes   uint64
-	errs    uint64
-	pub     atomic.Pointer[PartitionStats] // snapshot for other goroutines
-	pubAt   int64
+
+	all    []*peer // every peer, as of generation seen
+	polled []*peer // peers with a request in the last rfp.ActiveHold
+	// warm are peers that left the polled set within warmHold: after a
+	// ring the ringer is most likely one of them, so they are looked at
+	// at once, before the sweep reaches them.
+	warm     []*peer
+	warmScan bool // look at the warm set in the next pass
+
+	sweeping  bool // a sweep is under way
+	sweepLeft int  // peers it has still to look at
+	sweepAt   int  // next index into all
+	sweepWork int  // requests found since it started
+	// sweepToSleep: the sweep only clears the way to blocking on the
+	// bell (no ring or housekeeping asked for it), so work ends it: with
+	// thousands of idle peers a sweep is costly, and every pause of the
+	// active clients longer than SpinIdle would start one.
+	sweepToSleep bool
+	reqs         [maxPerPass]rfp.Request
+	hashes       [maxPerPass]uint64
+
+	served, dozes, errs, sweeps, bells uint64
+	pub                                atomic.Pointer[PartitionStats] // snapshot for other goroutines
+	pubAt                              int64
 }
 
-// publishEvery is how often a partition snapshots its stats for metrics.
-const publishEvery = int64(100 * time.Millisecond)
+const (
+	// maxPerPass bounds the requests of one peer a pass serves: a client
+	// keeping a deep ring full waits its turn like the others.
+	maxPerPass = 8
+	// controlMask: control-plane work (stop, client list, clock, bell)
+	// every controlMask+1 passes; a clock read costs more than a pass over
+	// a few rings.
+	controlMask = 15
+	// spinAlone: an idle partition polls this long without yielding its
+	// core (a client's next request usually comes within it).
+	spinAlone = int64(10 * time.Microsecond)
+	// yieldMask: an idle partition also yields to goroutines every
+	// yieldMask+1 idle control passes (more partitions than Ps must run).
+	yieldMask = 3
+	// bellCheckEvery: a busy partition checks its bell this often, so a
+	// client that rang (its session not polled) waits at most about this.
+	bellCheckEvery = int64(20 * time.Microsecond)
+	// warmHold: how long a peer stays in the warm set after its last
+	// request.
+	warmHold = int64(time.Second)
+	// warmMax bounds the warm set: it is looked at whole after a ring.
+	warmMax = 256
+	// sweepChunk bounds the peers a pass sweeps beside its polled set.
+	sweepChunk = 32
+	// housekeepEvery: a sweep even without rings while awake;
+	// asleepHousekeep: the longest a partition blocks on its bell. A
+	// client whose ring got lost rings again (rfp.RingAfter), so an idle
+	// partition needs housekeeping only rarely: with 10,000 idle clients
+	// each sweep costs a few milliseconds.
+	housekeepEvery  = int64(100 * time.Millisecond)
+	asleepHousekeep = int64(time.Second)
+	// publishEvery is how often a partition snapshots its stats.
+	publishEvery = int64(100 * time.Millisecond)
+	// pruneEvery: how often the polled set drops peers idle for
+	// rfp.ActiveHold.
+	pruneEvery = int64(100 * time.Microsecond)
+	// asleep is what seen holds while the partition blocks on its bell: it
+	// touches no peer until it has reloaded the list.
+	asleep = ^uint64(0)
+)
 
 func (p *partition) publish(now int64) {
 	p.pubAt = now
@@ -35,93 +101,248 @@ func (p *partition) publish(now int64) {
 }
 
 func (p *partition) stats() PartitionStats {
-	return PartitionStats{Partition: p.id, Clients: p.srv.Clients(), Served: p.served,
-		Dozes: p.dozes, ReplyErrs: p.errs, KV: p.kv.Stats()}
+	return PartitionStats{Partition: p.id, Clients: p.srv.Clients(), Polled: len(p.polled), Served: p.served,
+		Dozes: p.dozes, Sweeps: p.sweeps, Bells: p.bells, Rings: p.srv.ln.BellRings(p.id), ReplyErrs: p.errs, KV: p.kv.Stats()}
+}
+
+// reload moves to the latest peer list and drops unpublished peers from
+// the polled set.
+func (p *partition) reload() {
+	s := p.srv
+	gen := s.gen.Load()
+	if gen == p.seen.Load() {
+		return
+	}
+	p.all = *s.list.Load()
+	p.seen.Store(gen)
+	p.prune(0, 0, true)
+}
+
+// prune moves from the polled set to the warm set the peers without a
+// request since before cutoff, drops from the warm set those without one
+// for warmHold, and drops gone or dead peers from both.
+func (p *partition) prune(now, cutoff int64, goneOnly bool) {
+	kept := p.polled[:0]
+	for _, c := range p.polled {
+		pp := &c.parts[p.id]
+		gone := c.gone.Load() || c.dead.Load()
+		if gone || !goneOnly && pp.lastReq < cutoff {
+			pp.polled = false
+			if !gone && !pp.warm && len(p.warm) < warmMax {
+				pp.warm = true
+				p.warm = append(p.warm, c)
+			}
+			continue
+		}
+		kept = append(kept, c)
+	}
+	clear(p.polled[len(kept):])
+	p.polled = kept
+	warm := p.warm[:0]
+	for _, c := range p.warm {
+		pp := &c.parts[p.id]
+		if c.gone.Load() || c.dead.Load() || pp.polled || pp.lastReq < now-warmHold {
+			pp.warm = false
+			continue
+		}
+		warm = append(warm, c)
+	}
+	clear(p.warm[len(warm):])
+	p.warm = warm
 }
 
 func (p *partition) run() {
 	defer p.srv.wg.Done()
 	defer p.stopped.Store(true)
-	lowerTimerSlack()
 	s := p.srv
-	var reqs [rfp.MaxSlots]rfp.Request
-	var hashes [rfp.MaxSlots]uint64
-	var idleSince int64
-	var now int64
-	var list []*rfp.Session
+	bells := s.ln.HasDoorbells() && !s.cfg.IdlePoll
+	spin := int64(s.cfg.SpinIdle)
+	var now, lastWork, bellAt, houseAt, pruneAt int64
+	idleSwept := false // a whole sweep found nothing since the last request
+	idlePasses := 0
+	p.startSweep()
 	for pass := 0; ; pass++ {
-		// Control-plane work (stop, client list, clock) every few passes:
-		// a clock read costs more than a pass over a few rings.
-		if pass&15 == 0 {
+		// While sweeping a pass is long (a chunk of peers' memory to
+		// touch): control work every pass then, or a ring would wait
+		// controlMask slow passes to be seen.
+		if pass&controlMask == 0 || p.sweeping {
 			select {
 			case <-s.stop:
 				return
 			default:
 			}
-			gen := s.gen.Load()
-			list = *s.list.Load()
-			p.seen.Store(gen)
+			p.reload()
 			now = s.now()
 			if now-p.pubAt >= publishEvery {
 				p.publish(now)
 			}
-		}
-		work := 0
-		for _, sess := range list {
-			for {
-				n := sess.PollBatch(p.id, now, reqs[:])
-				if n == 0 {
-					break
+			if now-pruneAt >= pruneEvery {
+				pruneAt = now
+				p.prune(now, now-rfp.ActiveHold, false)
+			}
+			if bells && now-bellAt >= bellCheckEvery {
+				bellAt = now
+				if rang, _ := s.ln.WaitBell(p.id, 0); rang {
+					p.bells++
+					p.startSweep()
+					p.warmScan = true
 				}
-				// Start every lookup's memory loads before doing any: the
-				// misses of a window of requests overlap instead of queueing.
-				for i := 0; i < n; i++ {
-					hashes[i] = kv.Hash(reqs[i].Key)
-					p.kv.Prefetch(hashes[i])
-				}
-				if n > 1 {
-					for i := 0; i < n; i++ {
-						p.kv.PrefetchItem(hashes[i])
-					}
-				}
-				for i := 0; i < n; i++ {
-					p.serve(sess, &reqs[i], hashes[i])
-				}
-				work += n
+			}
+			if now-houseAt >= housekeepEvery {
+				houseAt = now
+				p.startSweep()
 			}
 		}
+		var work int
+		swept := false
+		if bells {
+			work = p.scan(p.polled, now)
+			if p.warmScan {
+				p.warmScan = false
+				work += p.scan(p.warm, now)
+			}
+			if p.sweeping {
+				var w int
+				w, swept = p.sweepStep(now)
+				work += w
+			}
+		} else {
+			work = p.scan(p.all, now)
+		}
 		if work > 0 {
-			idleSince = 0
+			p.sweepWork += work
+			lastWork, idleSwept, idlePasses = now, false, 0
+			if p.sweepToSleep {
+				p.sweeping, p.sweepToSleep = false, false
+			}
 			continue
 		}
-		if pass&15 != 0 {
+		if swept && p.sweepWork == 0 {
+			idleSwept = true
+		}
+		if pass&controlMask != 0 {
 			continue
 		}
-		if idleSince == 0 {
-			idleSince = now
+		// An idle pass with a fresh clock.
+		if idle := now - lastWork; idle < spin {
+			// Keep looking, but past a short gap between one client's
+			// requests let whoever else needs this core run: the clients
+			// may share it.
+			if idle >= spinAlone {
+				yieldCore()
+			}
+			if idlePasses++; idlePasses&yieldMask == 0 {
+				runtime.Gosched()
+			}
+			continue
 		}
-		if now-idleSince < int64(s.cfg.SpinIdle) {
-			if pass&63 == 0 {
-				runtime.Gosched() // more partitions than cores must still all run
+		if !bells {
+			p.dozes++
+			doze(s.cfg.DozeSleep) // no doorbells (verbs): poll, slowly
+			pass = -1             // fresh clock and list before the next pass
+			continue
+		}
+		if !idleSwept {
+			// A bell may only be waited on after a look at every peer
+			// (see fabric.Doorbells).
+			if !p.sweeping {
+				p.startSweep()
+				p.sweepToSleep = true
 			}
 			continue
 		}
 		p.dozes++
-		if s.ln.HasDoorbells() && !s.cfg.IdlePoll {
-			// Block until a client rings (it does after rfp.RingAfter
-			// without an answer); wake now and then for housekeeping.
-			if rang, _ := s.ln.WaitBell(p.id, bellTimeout); rang {
-				idleSince = 0 // a client is there: spin again
-			}
-		} else {
-			doze(s.cfg.DozeSleep) // no doorbells (verbs): poll, slowly
+		p.publish(now) // nothing changes while asleep: stats stay true
+		p.seen.Store(asleep)
+		rang, _ := s.ln.WaitBell(p.id, time.Duration(houseAt+asleepHousekeep-now))
+		pass, idleSwept = -1, false
+		p.startSweep()
+		if rang {
+			p.bells++
+			p.warmScan = true
+			// A client is there: stay awake even if its request has not
+			// landed yet.
+			lastWork = s.now()
+			bellAt = lastWork
 		}
-		pass = -1 // refresh clock and client list before the next scan
 	}
 }
 
-// bellTimeout bounds a partition's sleep between doorbells.
-const bellTimeout = 100 * time.Millisecond
+// startSweep (re)starts a look at every peer from where the last one
+// stopped: a chunk of them per pass, beside the polled set, so a sweep
+// over thousands of idle peers does not stall the active ones.
+func (p *partition) startSweep() {
+	if !p.sweeping {
+		p.sweeps++
+	}
+	p.sweeping, p.sweepLeft, p.sweepWork, p.sweepToSleep = true, len(p.all), 0, false
+}
+
+// sweepStep looks at the sweep's next peers (those not polled anyway) and
+// reports the requests it served and whether the sweep is done.
+func (p *partition) sweepStep(now int64) (int, bool) {
+	n := min(sweepChunk, p.sweepLeft, len(p.all))
+	work := 0
+	for i := 0; i < n; i++ {
+		if p.sweepAt >= len(p.all) {
+			p.sweepAt = 0
+		}
+		c := p.all[p.sweepAt]
+		p.sweepAt++
+		if !c.parts[p.id].polled {
+			work += p.serveFrom(c, now)
+		}
+	}
+	p.sweepLeft -= n
+	if p.sweepLeft <= 0 || len(p.all) == 0 {
+		p.sweeping = false
+		return work, true
+	}
+	return work, false
+}
+
+// scan serves the ready requests of peers, at most maxPerPass each, and
+// returns how many it served.
+func (p *partition) scan(peers []*peer, now int64) int {
+	work := 0
+	for _, c := range peers {
+		work += p.serveFrom(c, now)
+	}
+	return work
+}
+
+// serveFrom serves up to maxPerPass ready requests of c and keeps c in the
+// polled set if it had any.
+func (p *partition) serveFrom(c *peer, now int64) int {
+	if c.dead.Load() {
+		return 0
+	}
+	n := c.sess.PollBatch(p.id, now, p.reqs[:])
+	if n == 0 {
+		return 0
+	}
+	// Start every lookup's memory loads before doing any: the misses of a
+	// window of requests overlap instead of queueing.
+	for i := 0; i < n; i++ {
+		p.hashes[i] = kv.Hash(p.reqs[i].Key)
+		p.kv.Prefetch(p.hashes[i])
+	}
+	if n > 1 {
+		for i := 0; i < n; i++ {
+			p.kv.PrefetchItem(p.hashes[i])
+		}
+	}
+	for i := 0; i < n && !c.dead.Load(); i++ {
+		p.serve(c, &p.reqs[i], p.hashes[i])
+	}
+	pp := &c.parts[p.id]
+	pp.lastReq = now
+	if !pp.polled {
+		pp.polled = true
+		p.polled = append(p.polled, c)
+	}
+	return n
+}
 
 func statusOf(st kv.Status) rfp.Status {
 	switch st {
@@ -140,7 +361,8 @@ func statusOf(st kv.Status) rfp.Status {
 }
 
 // serve runs one request and publishes its response.
-func (p *partition) serve(sess *rfp.Session, r *rfp.Request, h uint64) {
+func (p *partition) serve(c *peer, r *rfp.Request, h uint64) {
+	sess := c.sess
 	val := sess.ResponseValue(p.id)
 	st, n := rfp.StatusBadRequest, 0
 	switch r.Op {
@@ -171,6 +393,9 @@ func (p *partition) serve(sess *rfp.Session, r *rfp.Request, h uint64) {
 	p.served++
 	if err := sess.Respond(p.id, r.Flags&rfp.FlagReply != 0, st, n); err != nil {
 		p.errs++
+		if errors.Is(err, rfp.ErrReplyStalled) {
+			c.fail(err) // this partition must not wait on it again
+		}
 	}
 }
 
@@ -178,8 +403,12 @@ func (p *partition) serve(sess *rfp.Session, r *rfp.Request, h uint64) {
 type PartitionStats struct {
 	Partition int      `json:"partition"`
 	Clients   int      `json:"clients"`
+	Polled    int      `json:"polled"` // clients with a request in the last rfp.ActiveHold
 	Served    uint64   `json:"served"`
 	Dozes     uint64   `json:"dozes"`
+	Sweeps    uint64   `json:"sweeps"` // looks at every client (after a ring, before blocking, housekeeping)
+	Bells     uint64   `json:"bells"`  // times the partition found its bell rung
+	Rings     uint64   `json:"rings"`  // rings of its bell (several may be found at once); 0 where the fabric does not count
 	ReplyErrs uint64   `json:"reply_errors"`
 	KV        kv.Stats `json:"kv"`
 }

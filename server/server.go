@@ -20,22 +20,47 @@ type Server struct {
 	store *kv.Store
 	parts []*partition
 	epoch time.Time
+	churn *rateLog // connects, disconnects and refusals
+	// stuckWait is how long Close waits for the partitions
+	// (stuckPartitionWait; tests of Close's ordering wait longer).
+	stuckWait time.Duration
 
-	mu       sync.Mutex
-	sessions map[uint32]*rfp.Session
-	list     atomic.Pointer[[]*rfp.Session] // what partitions scan
-	gen      atomic.Uint64                  // bumped after every list change
+	mu    sync.Mutex
+	peers map[uint32]*peer
+	list  atomic.Pointer[[]*peer] // what partitions scan
+	gen   atomic.Uint64           // bumped after every list change
 
 	stop      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
-	wg        sync.WaitGroup
+	wg        sync.WaitGroup // partitions
+	watchers  sync.WaitGroup // one per peer: hands it to the reaper when it ends
+	bg        sync.WaitGroup // the reaper
+	reap      chan *peer     // ended peers, for the reaper
 	clients   atomic.Int64
 }
+
+// churnBurst bounds the connection log lines a second.
+const churnBurst = 20
 
 // New builds the store, listens and starts the partition goroutines.
 // Serve then accepts clients.
 func New(cfg Config) (*Server, error) {
+	s, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range s.parts {
+		s.wg.Add(1)
+		go p.run()
+	}
+	s.bg.Add(1)
+	go s.reaper()
+	return s, nil
+}
+
+// build is New without starting the partitions.
+func build(cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -45,20 +70,18 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	ln, err := rfp.Listen(cfg.Listen, rfp.ListenConfig{
-		Partitions: cfg.Partitions, Slots: cfg.Slots, MaxValue: cfg.MaxValue, Fabric: cfg.Fabric})
+		Partitions: cfg.Partitions, Slots: cfg.Slots, MaxValue: cfg.MaxValue, MaxClients: cfg.MaxClients,
+		ReplyTimeout: cfg.ReplyTimeout, Fabric: cfg.Fabric, AuthToken: cfg.AuthToken})
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, ln: ln, store: store, epoch: time.Now(),
-		sessions: map[uint32]*rfp.Session{}, stop: make(chan struct{})}
-	empty := []*rfp.Session{}
+	s := &Server{cfg: cfg, ln: ln, store: store, epoch: time.Now(), churn: newRateLog(cfg.Logf, churnBurst), stuckWait: stuckPartitionWait,
+		peers: map[uint32]*peer{}, stop: make(chan struct{}), reap: make(chan *peer, reapBatch)}
+	empty := []*peer{}
 	s.list.Store(&empty)
 	for i := 0; i < cfg.Partitions; i++ {
-		p := &partition{id: i, srv: s, kv: store.Partition(i)}
-		s.parts = append(s.parts, p)
-		s.wg.Add(1)
-		go p.run()
+		s.parts = append(s.parts, &partition{id: i, srv: s, kv: store.Partition(i)})
 	}
 	return s, nil
 }
@@ -69,23 +92,20 @@ func (s *Server) Addr() string { return s.ln.Addr() }
 // Clients is the number of connected clients.
 func (s *Server) Clients() int { return int(s.clients.Load()) }
 
+// Partitions is the number of partitions.
+func (s *Server) Partitions() int { return len(s.parts) }
+
 func (s *Server) now() int64 { return int64(time.Since(s.epoch)) }
 
-// Serve accepts clients until ctx ends or Close; it then returns nil.
+// Serve accepts clients until ctx ends or Close; it then closes the server
+// (when ctx ended) and returns nil.
 func (s *Server) Serve(ctx context.Context) error {
-	go func() {
-		select {
-		case <-ctx.Done():
-			s.Close()
-		case <-s.stop:
-		}
-	}()
 	for {
 		sess, err := s.ln.Accept(ctx)
 		if err != nil {
 			var he *rfp.HandshakeError
 			if errors.As(err, &he) {
-				s.cfg.Logf("jakiro: refused a client: %v", err)
+				s.churn.printf("jakiro: refused a client: %v", err)
 				continue
 			}
 			select {
@@ -93,7 +113,11 @@ func (s *Server) Serve(ctx context.Context) error {
 				return nil
 			default:
 			}
-			if ctx.Err() != nil || errors.Is(err, fabric.ErrClosed) {
+			if ctx.Err() != nil {
+				s.Close()
+				return nil
+			}
+			if errors.Is(err, fabric.ErrClosed) {
 				return nil
 			}
 			return fmt.Errorf("server: accept: %w", err)
@@ -103,74 +127,196 @@ func (s *Server) Serve(ctx context.Context) error {
 }
 
 func (s *Server) add(sess *rfp.Session) {
+	c := newPeer(sess, len(s.parts))
 	s.mu.Lock()
-	s.sessions[sess.ID] = sess
+	select {
+	case <-s.stop:
+		// Closing: shutdown may have closed the peers already.
+		s.mu.Unlock()
+		sess.Close()
+		return
+	default:
+	}
+	s.peers[sess.ID] = c
 	s.publishLocked()
+	s.watchers.Add(1)
 	s.mu.Unlock()
 	s.clients.Add(1)
-	s.cfg.Logf("jakiro: client %d connected", sess.ID)
-	go func() {
-		select {
-		case <-sess.Done():
-			s.cfg.Logf("jakiro: client %d gone: %v", sess.ID, sess.Err())
-		case <-s.stop:
-		}
-		s.remove(sess)
-	}()
+	s.churn.printf("jakiro: client %d connected", sess.ID)
+	// A new client rings before its first request (rfp/bells.go), so the
+	// partitions need no nudge here.
+	go s.watch(c)
+}
+
+// watch hands c to the reaper when its connection ends or the server
+// gives it up.
+func (s *Server) watch(c *peer) {
+	defer s.watchers.Done()
+	select {
+	case <-c.sess.Done():
+		s.churn.printf("jakiro: client %d gone: %v", c.sess.ID, c.sess.Err())
+	case <-c.failed:
+		s.cfg.Logf("jakiro: client %d disconnected: %v", c.sess.ID, c.failErr)
+	case <-s.stop:
+		return // shutdown closes every client at once
+	}
+	select {
+	case s.reap <- c:
+	case <-s.stop:
+	}
 }
 
 func (s *Server) publishLocked() {
-	l := make([]*rfp.Session, 0, len(s.sessions))
-	for _, x := range s.sessions {
+	l := make([]*peer, 0, len(s.peers))
+	for _, x := range s.peers {
 		l = append(l, x)
 	}
 	s.list.Store(&l)
 	s.gen.Add(1)
 }
 
-// remove unpublishes a session, waits until no partition goroutine can
-// still be scanning it, then frees its rings.
-func (s *Server) remove(sess *rfp.Session) {
+// reapBatch bounds the clients the reaper removes at once.
+const reapBatch = 4096
+
+// reaper removes ended clients in batches: it unpublishes a batch (one new
+// list however many), waits until no partition goroutine can still be
+// touching them, then closes their connections and frees their rings. A
+// thousand clients leaving at once cost one list and one wait, not a
+// thousand of each.
+func (s *Server) reaper() {
+	defer s.bg.Done()
+	batch := make([]*peer, 0, reapBatch)
+	for {
+		select {
+		case c := <-s.reap:
+			batch = append(batch[:0], c)
+		case <-s.stop:
+			return
+		}
+	more:
+		for len(batch) < reapBatch {
+			select {
+			case c := <-s.reap:
+				batch = append(batch, c)
+			default:
+				break more
+			}
+		}
+		s.remove(batch)
+		clear(batch)
+	}
+}
+
+// remove unpublishes peers, waits until no partition goroutine can still
+// be touching them, then closes their connections and frees their rings.
+func (s *Server) remove(batch []*peer) {
 	s.mu.Lock()
-	if _, ok := s.sessions[sess.ID]; !ok {
+	n := 0
+	for _, c := range batch {
+		if s.peers[c.sess.ID] == c {
+			delete(s.peers, c.sess.ID)
+			c.gone.Store(true)
+			batch[n] = c
+			n++
+		}
+	}
+	batch = batch[:n]
+	if n == 0 {
 		s.mu.Unlock()
 		return
 	}
-	delete(s.sessions, sess.ID)
 	s.publishLocked()
 	gen := s.gen.Load()
 	s.mu.Unlock()
 	for _, p := range s.parts {
+		// A partition moves past the list it scanned at its next control
+		// pass (microseconds), or is blocked on its bell (asleep) and
+		// reloads the list before touching any peer.
 		for p.seen.Load() < gen && !p.stopped.Load() {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
-	sess.Close()
-	s.clients.Add(-1)
+	for _, c := range batch {
+		c.sess.Close()
+	}
+	s.clients.Add(-int64(n))
 }
 
 // Close stops accepting, disconnects every client, stops the partitions
-// and frees the store. It is safe to call more than once.
+// and frees the store; every goroutine the server started has ended when
+// it returns. It is safe to call more than once, and concurrently.
 func (s *Server) Close() error {
-	// Serve's context watcher and the caller may both close: once, and
-	// every caller returns after the shutdown is complete.
+	// Serve (when its context ends) and the caller may both close: once,
+	// and every caller returns after the shutdown is complete.
 	s.closeOnce.Do(func() { s.closeErr = s.shutdown() })
 	return s.closeErr
 }
 
 func (s *Server) shutdown() error {
-	close(s.stop)
+	s.mu.Lock()
+	close(s.stop) // under mu: add publishes nothing after this
+	s.mu.Unlock()
 	for p := range s.parts {
 		s.ln.RingBell(p) // wake partitions blocked on their doorbells
 	}
-	s.wg.Wait()
-	err := s.ln.Close()
-	s.mu.Lock()
-	for _, sess := range s.sessions {
-		sess.Close()
+	stopped := waitFor(&s.wg, s.stuckWait)
+	err := s.ln.Close() // after the partitions: it frees their doorbells
+	if !stopped {
+		// A partition is inside a fabric call that does not return (a
+		// provider's Post blocked on a peer): its peers' memory and the
+		// store must outlive it, so they are left to the process's exit.
+		s.cfg.Logf("jakiro: a partition is stuck in a fabric call for %v; not freeing clients and store", s.stuckWait)
+		return errors.New("server: a partition did not stop; clients and store not freed")
 	}
-	s.sessions = map[uint32]*rfp.Session{}
-	s.mu.Unlock()
+	s.watchers.Wait()
+	s.bg.Wait()
+	s.closePeers()
 	s.store.Close()
 	return err
+}
+
+// closePeers closes every client still connected, a few at a time: with
+// thousands connected, one by one (and republishing the list after each)
+// would hold a SIGTERM for seconds.
+func (s *Server) closePeers() {
+	s.mu.Lock()
+	peers := make([]*peer, 0, len(s.peers))
+	for _, c := range s.peers {
+		peers = append(peers, c)
+	}
+	s.peers = map[uint32]*peer{}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for w := 0; w < closers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(peers); i += closers {
+				peers[i].sess.Close()
+				s.clients.Add(-1)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// closers close clients in parallel at shutdown.
+const closers = 4
+
+// stuckPartitionWait bounds how long Close waits for the partitions: they
+// stop within a pass unless a fabric call holds one.
+const stuckPartitionWait = time.Second
+
+// waitFor waits for wg at most d and reports whether it finished.
+func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }

@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -16,7 +18,7 @@ import (
 
 	"github.com/jakiro-kv/jakiro/client"
 	"github.com/jakiro-kv/jakiro/fabric"
-	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
+	"github.com/jakiro-kv/jakiro/internal/fabricbench"
 	"github.com/jakiro-kv/jakiro/rfp"
 )
 
@@ -37,9 +39,9 @@ func BenchmarkGet(b *testing.B) {
 			rates := map[string]float64{}
 			b.Run("raw", func(b *testing.B) { rates["raw"] = benchRaw(b, fab) })
 			b.Run("echo", func(b *testing.B) { rates["echo"] = benchEcho(b, fab) })
-			srv := startServerTB(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1")
+			srv := startServer(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1")
 			for _, m := range modes {
-				b.Run(m.String(), func(b *testing.B) { rates[m.String()] = benchGets(b, srv.addr, m) })
+				b.Run(m.String(), func(b *testing.B) { rates[m.String()] = benchGets(b, srv.Addr, m) })
 			}
 			if raw, echo := rates["raw"], rates["echo"]; raw > 0 && echo > 0 {
 				var sb strings.Builder
@@ -167,11 +169,11 @@ func BenchmarkGetCrowded(b *testing.B) {
 	const clients, batchLen = 4, 8
 	for _, fab := range e2eFabrics() {
 		b.Run(fab, func(b *testing.B) {
-			srv := startServerTB(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1")
+			srv := startServer(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1")
 			ctx := context.Background()
 			cs := make([]*client.Client, clients)
 			for i := range cs {
-				c, err := client.Dial(ctx, srv.addr)
+				c, err := client.Dial(ctx, srv.Addr)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -227,11 +229,11 @@ func BenchmarkGetCrowded(b *testing.B) {
 func BenchmarkLatency(b *testing.B) {
 	for _, fab := range e2eFabrics() {
 		b.Run(fab, func(b *testing.B) {
-			srv := startServerTB(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1")
+			srv := startServer(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1")
 			for _, m := range modes {
 				b.Run(m.String(), func(b *testing.B) {
 					ctx := context.Background()
-					c, err := client.Dial(ctx, srv.addr, client.WithMode(m))
+					c, err := client.Dial(ctx, srv.Addr, client.WithMode(m))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -257,14 +259,17 @@ func BenchmarkLatency(b *testing.B) {
 
 // BenchmarkIdleWakeup: one GET at a time against a server whose partitions
 // have gone idle (blocked on their doorbells, or dozing where the fabric
-// has none), then the same GET warm. Reports the idle and warm latencies:
-// the difference is the wake-up cost a client pays after a quiet spell.
+// has none), then the same GET warm; and the same against memcached (one
+// thread, loopback, its text protocol) when it is installed, in the same
+// run. Reports the idle and warm latencies: the difference is the
+// wake-up cost a client pays after a quiet spell.
 func BenchmarkIdleWakeup(b *testing.B) {
+	p50 := map[string]float64{}
 	for _, fab := range e2eFabrics() {
 		b.Run(fab, func(b *testing.B) {
-			srv := startServerTB(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1", "JAKIRO_E2E_IDLE="+os.Getenv("JAKIRO_BENCH_IDLE"), "JAKIRO_E2E_DOZE_NS="+os.Getenv("JAKIRO_BENCH_DOZE_NS"))
+			srv := startServer(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1", "JAKIRO_E2E_IDLE="+os.Getenv("JAKIRO_BENCH_IDLE"), "JAKIRO_E2E_DOZE_NS="+os.Getenv("JAKIRO_BENCH_DOZE_NS"))
 			ctx := context.Background()
-			c, err := client.Dial(ctx, srv.addr)
+			c, err := client.Dial(ctx, srv.Addr)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -273,29 +278,123 @@ func BenchmarkIdleWakeup(b *testing.B) {
 			if err := c.Put(ctx, key, make([]byte, 32), 0); err != nil {
 				b.Fatal(err)
 			}
-			idle := hdrhistogram.New(1, int64(time.Second), 3)
-			warm := hdrhistogram.New(1, int64(time.Second), 3)
 			var dst []byte
 			rings := c.Counters().Rings
-			for i := 0; i < b.N; i++ {
-				time.Sleep(2 * time.Millisecond) // > the server's 200µs spin
-				t0 := time.Now()
-				if dst, err = c.GetTo(ctx, key, dst[:0]); err != nil {
-					b.Fatal(err)
-				}
-				t1 := time.Now()
-				if dst, err = c.GetTo(ctx, key, dst[:0]); err != nil {
-					b.Fatal(err)
-				}
-				idle.RecordValue(int64(t1.Sub(t0)))
-				warm.RecordValue(int64(time.Since(t1)))
-			}
-			b.ReportMetric(float64(idle.ValueAtQuantile(50))/1e3, "idle-p50-µs")
-			b.ReportMetric(float64(idle.ValueAtQuantile(99))/1e3, "idle-p99-µs")
-			b.ReportMetric(float64(warm.ValueAtQuantile(50))/1e3, "warm-p50-µs")
+			idle, warm := idleThenWarm(b, func() error {
+				dst, err = c.GetTo(ctx, key, dst[:0])
+				return err
+			})
+			p50[fab] = idle
 			b.ReportMetric(float64(c.Counters().Rings-rings)/float64(b.N), "rings/idle-get")
 			b.ReportMetric(float64(c.FetchDelay().Nanoseconds()), "fetch-delay-ns")
+			_ = warm
 		})
+	}
+	b.Run("memcached", func(b *testing.B) {
+		mc := startMemcached(b)
+		if _, err := mc.roundTrip("set wakeup-key-00001 0 0 32\r\n" + strings.Repeat("v", 32) + "\r\n"); err != nil {
+			b.Fatal(err)
+		}
+		p50["memcached"], _ = idleThenWarm(b, func() error {
+			_, err := mc.roundTrip("get wakeup-key-00001\r\n")
+			return err
+		})
+	})
+	if m := p50["memcached"]; m > 0 {
+		for _, fab := range e2eFabrics() {
+			if v := p50[fab]; v > 0 {
+				b.Logf("idle GET p50: jakiro %s %.1f µs, memcached %.1f µs: %.2fx", fab, v, m, v/m)
+			}
+		}
+	}
+}
+
+// idleThenWarm times get after 2 ms of quiet, then again at once, b.N
+// times, and reports both; it returns the idle and warm medians in µs.
+func idleThenWarm(b *testing.B, get func() error) (float64, float64) {
+	idle := hdrhistogram.New(1, int64(time.Second), 3)
+	warm := hdrhistogram.New(1, int64(time.Second), 3)
+	for i := 0; i < b.N; i++ {
+		time.Sleep(2 * time.Millisecond) // past the server's idle spin
+		t0 := time.Now()
+		if err := get(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := get(); err != nil {
+			b.Fatal(err)
+		}
+		idle.RecordValue(int64(t1.Sub(t0)))
+		warm.RecordValue(int64(time.Since(t1)))
+	}
+	ip50, wp50 := float64(idle.ValueAtQuantile(50))/1e3, float64(warm.ValueAtQuantile(50))/1e3
+	b.ReportMetric(ip50, "idle-p50-µs")
+	b.ReportMetric(float64(idle.ValueAtQuantile(99))/1e3, "idle-p99-µs")
+	b.ReportMetric(wp50, "warm-p50-µs")
+	return ip50, wp50
+}
+
+// memcached is a memcached process on loopback and one connection to it.
+type memcached struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// startMemcached starts memcached with one worker thread, as the Jakiro
+// server runs one partition here; it skips the benchmark when memcached
+// is not installed.
+func startMemcached(b *testing.B) *memcached {
+	bin, err := exec.LookPath("memcached")
+	if err != nil {
+		b.Skip("memcached not installed (apt-get install memcached): no comparison")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	args := []string{"-l", "127.0.0.1", "-p", port, "-U", "0", "-t", "1", "-m", "64"}
+	if os.Geteuid() == 0 {
+		args = append(args, "-u", "nobody") // memcached refuses to run as root
+	}
+	cmd := exec.Command(bin, args...)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var conn net.Conn
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if conn, err = net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("memcached not listening after 10s: %v", err)
+		}
+	}
+	b.Cleanup(func() { conn.Close() })
+	return &memcached{conn: conn, r: bufio.NewReader(conn)}
+}
+
+// roundTrip sends one command and reads its reply up to END, STORED or an
+// error line.
+func (m *memcached) roundTrip(cmd string) (string, error) {
+	if _, err := m.conn.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	for {
+		line, err := m.r.ReadString('\n')
+		if err != nil {
+			return "", err
+		}
+		sb.WriteString(line)
+		switch strings.TrimSpace(line) {
+		case "END", "STORED":
+			return sb.String(), nil
+		case "ERROR":
+			return "", fmt.Errorf("memcached: %s", sb.String())
+		}
 	}
 }
 

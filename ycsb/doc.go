@@ -3,7 +3,9 @@
 // Importing it registers two go-ycsb databases (ycsb.RegisterDBCreator):
 //
 //   - "jakiro": one client per go-ycsb thread, over any fabric URL.
-//     Properties: jakiro.addr (fabric URL, default shm:///tmp/jakiro.sock),
+//     Properties: jakiro.addr (fabric URL, default shm:///tmp/jakiro.sock;
+//     a comma-separated list spreads keys over many servers, see
+//     client.Dial),
 //     jakiro.mode (rfp|reply|hybrid), jakiro.rfs (bytes, or auto),
 //     jakiro.window (outstanding requests per partition, 0 = server's),
 //     jakiro.ttl (seconds, 0 = none). A record (YCSB field map) is

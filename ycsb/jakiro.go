@@ -10,7 +10,6 @@ import (
 	goycsb "github.com/pingcap/go-ycsb/pkg/ycsb"
 
 	"github.com/jakiro-kv/jakiro/client"
-	"github.com/jakiro-kv/jakiro/rfp"
 )
 
 // ErrScanUnsupported is Scan's answer: hash-partitioned stores keep no key order.
@@ -38,7 +37,7 @@ type JakiroDB struct {
 
 	mu      sync.Mutex
 	live    map[*jakiroThread]struct{}
-	retired rfp.Counters // counters of clients already closed
+	retired client.Counters // counters of clients already closed
 }
 
 // NewJakiroDB returns a driver; it dials nothing until InitThread.
@@ -106,7 +105,7 @@ func (d *JakiroDB) Close() error {
 }
 
 // Counters sums the protocol counters of every client this driver opened.
-func (d *JakiroDB) Counters() rfp.Counters {
+func (d *JakiroDB) Counters() client.Counters {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	sum := d.retired

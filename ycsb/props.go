@@ -8,7 +8,7 @@ import (
 
 	"github.com/magiconair/properties"
 
-	"github.com/jakiro-kv/jakiro/rfp"
+	"github.com/jakiro-kv/jakiro/client"
 )
 
 // Property names of the jakiro driver.
@@ -30,8 +30,8 @@ const (
 
 // JakiroConfig is the jakiro driver's configuration.
 type JakiroConfig struct {
-	Addr       string
-	Mode       rfp.Mode
+	Addr       string // one fabric URL or a comma-separated list
+	Mode       client.Mode
 	RFS        int // 0 = auto
 	Window     int // 0 = the server's ring slots
 	TTL        uint32
@@ -44,8 +44,11 @@ func ParseJakiroConfig(p *properties.Properties) (JakiroConfig, error) {
 	if c.Addr == "" {
 		return c, fmt.Errorf("ycsb: %s is empty", PropAddr)
 	}
+	if _, err := client.SplitAddrs(c.Addr); err != nil { // a server list
+		return c, fmt.Errorf("ycsb: %s: %w", PropAddr, err)
+	}
 	var err error
-	if c.Mode, err = rfp.ParseMode(strings.ToLower(strings.TrimSpace(p.GetString(PropMode, "rfp")))); err != nil {
+	if c.Mode, err = client.ParseMode(strings.ToLower(strings.TrimSpace(p.GetString(PropMode, "rfp")))); err != nil {
 		return c, fmt.Errorf("ycsb: %s: %w", PropMode, err)
 	}
 	if c.RFS, err = ParseRFS(p.GetString(PropRFS, "auto")); err != nil {
@@ -72,8 +75,8 @@ func ParseRFS(s string) (int, error) {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < rfp.MinRFS {
-		return 0, fmt.Errorf("ycsb: %s=%q: want auto or a byte count >= %d", PropRFS, s, rfp.MinRFS)
+	if err != nil || n < client.MinRFS {
+		return 0, fmt.Errorf("ycsb: %s=%q: want auto or a byte count >= %d", PropRFS, s, client.MinRFS)
 	}
 	return n, nil
 }

@@ -11,7 +11,8 @@ import (
 
 	"github.com/magiconair/properties"
 
-	"github.com/jakiro-kv/jakiro/rfp"
+	"github.com/jakiro-kv/jakiro/client"
+	_ "github.com/jakiro-kv/jakiro/fabric/providers" // the fabric the tests dial
 	"github.com/jakiro-kv/jakiro/server"
 )
 
@@ -82,15 +83,15 @@ func props(kv ...string) *properties.Properties {
 
 func TestParseJakiroConfig(t *testing.T) {
 	c, err := ParseJakiroConfig(props())
-	if err != nil || c.Addr != DefaultAddr || c.Mode != rfp.ModeRFP || c.RFS != 0 || c.Window != 0 || c.FieldCount != 10 {
+	if err != nil || c.Addr != DefaultAddr || c.Mode != client.ModeRFP || c.RFS != 0 || c.Window != 0 || c.FieldCount != 10 {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	c, err = ParseJakiroConfig(props(PropAddr, "tcp://127.0.0.1:7", PropMode, "Reply", PropRFS, "40",
 		PropWindow, "16", PropTTL, "60", "fieldcount", "1"))
-	if err != nil || c.Addr != "tcp://127.0.0.1:7" || c.Mode != rfp.ModeReply || c.RFS != 40 || c.Window != 16 || c.TTL != 60 || c.FieldCount != 1 {
+	if err != nil || c.Addr != "tcp://127.0.0.1:7" || c.Mode != client.ModeReply || c.RFS != 40 || c.Window != 16 || c.TTL != 60 || c.FieldCount != 1 {
 		t.Fatalf("set: %+v %v", c, err)
 	}
-	if c, err = ParseJakiroConfig(props(PropMode, "hybrid", PropRFS, "auto")); err != nil || c.Mode != rfp.ModeHybrid || c.RFS != 0 {
+	if c, err = ParseJakiroConfig(props(PropMode, "hybrid", PropRFS, "auto")); err != nil || c.Mode != client.ModeHybrid || c.RFS != 0 {
 		t.Fatalf("hybrid/auto: %+v %v", c, err)
 	}
 	for _, bad := range [][2]string{{PropMode, "fast"}, {PropRFS, "3"}, {PropRFS, "big"}, {PropWindow, "-1"}, {PropTTL, "x"}, {PropAddr, " "}} {
@@ -174,7 +175,7 @@ func TestRunWorkloads(t *testing.T) {
 // and the results stay intact when the thread runs its next batch (the
 // values share one copy per batch, never the client's buffers).
 func TestBatchReadResults(t *testing.T) {
-	d := NewJakiroDB(JakiroConfig{Addr: startServer(t), Mode: rfp.ModeRFP})
+	d := NewJakiroDB(JakiroConfig{Addr: startServer(t), Mode: client.ModeRFP})
 	defer d.Close()
 	ctx := d.InitThread(context.Background(), 0, 1)
 	defer d.CleanupThread(ctx)

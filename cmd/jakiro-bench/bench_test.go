@@ -9,13 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
+	"github.com/jakiro-kv/jakiro/internal/fabricbench"
 )
 
 // Servers under test are this test binary, re-executed.
 func TestMain(m *testing.M) {
 	fabricbench.ServeChildIfRequested()
 	serveChildIfRequested()
+	loadChildIfRequested()
+	holdIdleIfRequested()
 	os.Exit(m.Run())
 }
 
@@ -62,10 +64,10 @@ func TestClientsExperiment(t *testing.T) {
 	// means the plumbing is broken.
 	measured := 0
 	for _, r := range rows {
-		if len(r) != 3+len(loadCols) {
+		if len(r) != 3+len(repCols)+len(loadCols) {
 			t.Fatalf("row %v has %d columns", r, len(r))
 		}
-		if r[3] != "0.0000" {
+		if r[3+len(repCols)] != "0.0000" {
 			measured++
 		}
 	}
@@ -74,6 +76,32 @@ func TestClientsExperiment(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(out, "clients.png")); err != nil || st.Size() == 0 {
 		t.Fatalf("clients.png: %v", err)
+	}
+}
+
+// TestIdleExperiment runs the idle-connections experiment's plumbing,
+// tiny: 0 and 100 idle shm clients, two repetitions, CSV + PNG.
+func TestIdleExperiment(t *testing.T) {
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e := &env{Ctx: ctx, Out: out, Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond, Keys: 500,
+		Partitions: 1, Quick: true, Reps: 2, M: getMachineInfo(), Log: testWriter{t}}
+	if err := runIdle(e); err != nil {
+		t.Fatal(err)
+	}
+	rows := readCSV(t, filepath.Join(out, "idle.csv"))
+	if len(rows) != 2 || rows[0][1] != "0" || rows[1][1] != "100" || rows[0][2] != "2" {
+		t.Fatalf("idle.csv rows: %v", rows)
+	}
+}
+
+func TestSpread(t *testing.T) {
+	if s := spreadOf([]float64{3, 1, 2}); s.Med != 2 || s.Min != 1 || s.Max != 3 || s.N != 3 {
+		t.Fatalf("%+v", s)
+	}
+	if s := spreadOf([]float64{4, 1, 2, 3}); s.Med != 2.5 {
+		t.Fatalf("even count: %+v", s)
 	}
 }
 

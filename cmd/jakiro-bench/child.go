@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jakiro-kv/jakiro/rfp"
+	"github.com/jakiro-kv/jakiro/client"
 	"github.com/jakiro-kv/jakiro/server"
 )
 
@@ -31,12 +31,27 @@ type serverOpts struct {
 	MaxValue   int    `json:"max_value"`
 	Slots      int    `json:"slots"`
 	Procs      int    `json:"procs"` // GOMAXPROCS of the server process
-	// SpinIdle is how long an idle partition busy-polls before it dozes
-	// (0: the server's default).
+	// SpinIdle is how long an idle partition keeps polling before it
+	// blocks on its doorbell (0: the server's default).
 	SpinIdle time.Duration `json:"spin_idle"`
+	IdlePoll bool          `json:"idle_poll"`
+	// MaxClients (0: the server's default).
+	MaxClients int `json:"max_clients"`
+	// Defaults runs the server as `jakiro server` does with no flags: its
+	// own partition count and the machine's GOMAXPROCS.
+	Defaults bool `json:"defaults"`
 }
 
 func (o serverOpts) withDefaults() serverOpts {
+	if o.Memory == 0 {
+		o.Memory = 256 << 20
+	}
+	if o.MaxValue == 0 {
+		o.MaxValue = 4 << 10
+	}
+	if o.Defaults {
+		return o
+	}
 	if o.Partitions == 0 {
 		o.Partitions = 1
 	}
@@ -47,7 +62,7 @@ func (o serverOpts) withDefaults() serverOpts {
 		o.MaxValue = 4 << 10
 	}
 	if o.Slots == 0 {
-		o.Slots = rfp.DefaultSlots
+		o.Slots = client.DefaultWindow
 	}
 	if o.Procs == 0 {
 		// One P per busy-polling partition and one for accepting clients,
@@ -59,12 +74,20 @@ func (o serverOpts) withDefaults() serverOpts {
 
 // String is how results record the server settings.
 func (o serverOpts) String() string {
+	if o.Defaults {
+		return fmt.Sprintf("server defaults (partitions=%d, machine GOMAXPROCS) memory=%dMiB max_value=%d",
+			server.DefaultPartitions(), o.Memory>>20, o.MaxValue)
+	}
 	spin := "default"
 	if o.SpinIdle > 0 {
 		spin = o.SpinIdle.String()
 	}
-	return fmt.Sprintf("partitions=%d slots=%d memory=%dMiB max_value=%d server_gomaxprocs=%d spin_idle=%s",
-		o.Partitions, o.Slots, o.Memory>>20, o.MaxValue, o.Procs, spin)
+	idle := "bell"
+	if o.IdlePoll {
+		idle = "poll"
+	}
+	return fmt.Sprintf("partitions=%d slots=%d memory=%dMiB max_value=%d server_gomaxprocs=%d spin_idle=%s idle=%s",
+		o.Partitions, o.Slots, o.Memory>>20, o.MaxValue, o.Procs, spin, idle)
 }
 
 // serveChildIfRequested turns this process into a Jakiro server when it
@@ -81,7 +104,7 @@ func serveChildIfRequested() {
 		os.Exit(2)
 	}
 	srv, err := server.New(server.Config{Listen: o.Listen, Partitions: o.Partitions, Memory: o.Memory,
-		MaxValue: o.MaxValue, Slots: o.Slots, SpinIdle: o.SpinIdle})
+		MaxValue: o.MaxValue, Slots: o.Slots, SpinIdle: o.SpinIdle, IdlePoll: o.IdlePoll, MaxClients: o.MaxClients})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(1)
@@ -127,7 +150,10 @@ func startServer(o serverOpts) (*serverProc, error) {
 	}
 	cfg, _ := json.Marshal(o)
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), envServe+"="+string(cfg), "GOMAXPROCS="+strconv.Itoa(o.Procs))
+	cmd.Env = append(os.Environ(), envServe+"="+string(cfg))
+	if o.Procs > 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(o.Procs))
+	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

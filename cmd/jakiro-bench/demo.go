@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/jakiro-kv/jakiro/rfp"
+	"github.com/jakiro-kv/jakiro/client"
 )
 
 // demo: one server on shm, the paper's workload (16 B keys, 32 B values,
@@ -38,7 +38,7 @@ func demoCommand() *cli.Command {
 }
 
 type demoRow struct {
-	mode       rfp.Mode
+	mode       client.Mode
 	tput, sync loadResult
 }
 
@@ -48,7 +48,7 @@ func runDemo(e *env, window int, fetchDelay time.Duration, so serverOpts) error 
 	ks := newKeySet(e.Keys, sizeDist{Fixed: 32})
 	var rows []demoRow
 	err := e.server(so, ks, func(addr string) error {
-		for _, m := range []rfp.Mode{rfp.ModeRFP, rfp.ModeReply, rfp.ModeHybrid} {
+		for _, m := range []client.Mode{client.ModeRFP, client.ModeReply, client.ModeHybrid} {
 			spec := loadSpec{Addr: addr, Mode: m, Clients: 1, Window: window, GetRatio: 0.95, Keys: e.Keys,
 				Warmup: e.Warmup, Duration: e.Duration, FetchDelay: fetchDelay, FixDelay: fetchDelay >= 0}
 			e.logf("  %-6s throughput: 1 client, window %d, %v ...", m, window, e.Duration)

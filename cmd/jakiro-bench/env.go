@@ -23,6 +23,7 @@ type env struct {
 	Keys       int
 	Partitions int
 	Quick      bool // fewer points (smoke tests)
+	Reps       int  // interleaved repetitions per point (median, min, max)
 	// QuietWait bounds how long an experiment waits for an idle machine;
 	// IdleAtStart is the idle fraction seen then.
 	QuietWait   time.Duration
@@ -41,6 +42,7 @@ func commonFlags() []cli.Flag {
 		&cli.IntFlag{Name: "partitions", Value: 1, Usage: "server partitions (each busy-polls a core)"},
 		&cli.IntFlag{Name: "client-procs", Value: 1, Usage: "GOMAXPROCS of the load generator"},
 		&cli.BoolFlag{Name: "quick", Usage: "fewer points (smoke test)"},
+		&cli.IntFlag{Name: "reps", Value: 3, Usage: "interleaved repetitions of every point (its median, min and max are reported)"},
 		&cli.DurationFlag{Name: "quiet-wait", Value: 45 * time.Second, Usage: "before each experiment, wait up to this long for the machine to be 80% idle"},
 	}
 }
@@ -48,17 +50,20 @@ func commonFlags() []cli.Flag {
 func newEnv(c *cli.Context) *env {
 	runtime.GOMAXPROCS(c.Int("client-procs"))
 	return &env{Ctx: c.Context, Out: c.String("out"), Addr: c.String("addr"), Duration: c.Duration("duration"),
-		Warmup: c.Duration("warmup"), Keys: c.Int("keys"), Partitions: c.Int("partitions"), Quick: c.Bool("quick"),
+		Warmup: c.Duration("warmup"), Keys: c.Int("keys"), Partitions: c.Int("partitions"), Quick: c.Bool("quick"), Reps: max(1, c.Int("reps")),
 		QuietWait: c.Duration("quiet-wait"), M: getMachineInfo(), Log: os.Stdout}
 }
 
 func (e *env) logf(format string, args ...any) { fmt.Fprintf(e.Log, format+"\n", args...) }
 
+// reps is how many repetitions each point takes (at least one).
+func (e *env) reps() int { return max(1, e.Reps) }
+
 // server starts a server for an experiment (or uses --addr), preloads ks
 // and calls f with its address.
 func (e *env) server(o serverOpts, ks *keySet, f func(addr string) error) error {
 	addr := e.Addr
-	if o.Partitions == 0 {
+	if o.Partitions == 0 && !o.Defaults {
 		o.Partitions = e.Partitions
 	}
 	o = o.withDefaults()
@@ -84,7 +89,9 @@ func fmtMean(ks *keySet) string { return fmt.Sprintf("mean %.1f B", ks.meanSize(
 
 // settings are the CSV header lines every loadgen experiment shares.
 func (e *env) settings(o serverOpts, extra ...string) []string {
-	o.Partitions = max(o.Partitions, e.Partitions)
+	if !o.Defaults {
+		o.Partitions = max(o.Partitions, e.Partitions)
+	}
 	o = o.withDefaults()
 	s := []string{e.idleSetting(), "server: " + o.String(), fmt.Sprintf("fabric: %s", fabricOf(e.Addr)),
 		fmt.Sprintf("keys: %d x 16 B", e.Keys), fmt.Sprintf("per point: warmup %v, measured %v", e.Warmup, e.Duration)}

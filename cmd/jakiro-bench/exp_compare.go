@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/magiconair/properties"
 
 	"github.com/jakiro-kv/jakiro/ycsb"
 )
 
-// paperWorkload is workloads/paper-uniform, used when that file is not
-// found (jakiro-bench run outside the repository).
+// paperWorkload is workloads/paper-zipfian (95% GET, 5% PUT, zipfian),
+// used when that file is not found (jakiro-bench run outside the
+// repository).
 const paperWorkload = `workload=core
 recordcount=100000
 operationcount=100000000
@@ -23,131 +25,200 @@ readproportion=0.95
 updateproportion=0.05
 scanproportion=0
 insertproportion=0
-requestdistribution=uniform
+requestdistribution=zipfian
 table=
 keyprefix=k
 zeropadding=15
 insertorder=ordered
 `
 
-func paperProps() (*properties.Properties, string) {
-	if b, err := os.ReadFile("workloads/paper-uniform"); err == nil {
+func paperProps(name string) (*properties.Properties, string) {
+	path := "workloads/" + name
+	if b, err := os.ReadFile(path); err == nil {
 		if p, err := properties.Load(b, properties.UTF8); err == nil {
-			return p, "workloads/paper-uniform"
+			return p, path
 		}
 	}
-	return properties.MustLoadString(paperWorkload), "built-in copy of workloads/paper-uniform"
+	p := properties.MustLoadString(paperWorkload)
+	if name == "paper-uniform" {
+		p.Set("requestdistribution", "uniform")
+	}
+	return p, "built-in copy of " + path
 }
 
-// runCompare runs one go-ycsb workload (the paper's: 16 B keys, 32 B
-// values, 95% GET, uniform) against Jakiro over shm in rfp and reply mode,
-// Redis (go-ycsb's driver) and memcached (ours), one at a time, each
-// server started for its own run and stopped after it. Every system gets
-// the same go-ycsb threads, once with one operation at a time per thread
-// (batch.size=1) and once with batch.size=8, which the jakiro driver
-// pipelines (go-ycsb's redis driver and ours for memcached have no batch
-// path, so they run the 8 operations one after another).
+// system is one database under go-ycsb: a Jakiro server configuration,
+// Redis, memcached, or go-ycsb's no-op database (the load generator's own
+// ceiling on this machine).
+type system struct {
+	name  string
+	db    string     // go-ycsb database
+	srv   serverOpts // jakiro only
+	tuned bool       // a hand-tuned jakiro configuration
+}
+
+// compareSystems: Jakiro at `jakiro server`'s defaults, Jakiro with the
+// flags a user might tune (one or two partitions, a longer spin, idle
+// polling), Redis, memcached and the no-op database.
+var compareSystems = []system{
+	{name: "jakiro-defaults", db: "jakiro", srv: serverOpts{Defaults: true}},
+	{name: "jakiro-p1", db: "jakiro", srv: serverOpts{Partitions: 1}, tuned: true},
+	{name: "jakiro-p2", db: "jakiro", srv: serverOpts{Partitions: 2}, tuned: true},
+	{name: "jakiro-p1-spin1ms", db: "jakiro", srv: serverOpts{Partitions: 1, SpinIdle: time.Millisecond}, tuned: true},
+	{name: "jakiro-p1-idlepoll", db: "jakiro", srv: serverOpts{Partitions: 1, IdlePoll: true}, tuned: true},
+	{name: "redis", db: "redis"},
+	{name: "memcached", db: "memcached"},
+	{name: "noop", db: "basic"},
+}
+
+// runCompare runs one go-ycsb workload (95% GET / 5% PUT, zipfian, 16 B
+// keys, 32 B values) in this process against every system, at 4 and 64
+// threads, one operation at a time per thread (go-ycsb's default). Each
+// repetition starts every server in turn, loads it, runs both thread
+// counts and stops it; the table has each point's median over the
+// repetitions with min and max, and ratios of medians.
 func runCompare(e *env) error {
-	const threads = 4
-	batches := []int{1, 8}
+	threads := []int{4, 64}
+	systems := compareSystems
+	if e.Quick {
+		threads = []int{4}
+		systems = []system{compareSystems[0], compareSystems[1], compareSystems[len(compareSystems)-1]}
+	}
 	runDur := 2 * e.Duration
-	base, source := paperProps()
+	base, source := paperProps("paper-zipfian")
 	records := min(e.Keys, int(base.GetInt64("recordcount", 100000)))
-	t := &table{Name: "compare", Cols: []string{"system", "threads", "batch_size", "ops_per_sec", "mops", "p50_us", "p99_us", "errors", "round_trips_per_op", "vs_redis", "vs_memcached"},
-		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d)", records),
-			fmt.Sprintf("go-ycsb v1.0.1 core workload in process, %d threads, run bounded to %v per point", threads, runDur),
-			"jakiro: server process, " + serverOpts{Partitions: 1}.withDefaults().String() + ", shm fabric, jakiro.rfs=auto",
+	ops := map[string]map[int][]float64{}
+	last := map[string]map[int]*ycsb.Result{}
+	for _, s := range systems {
+		ops[s.name], last[s.name] = map[int][]float64{}, map[int]*ycsb.Result{}
+	}
+	for rep := 0; rep < e.reps(); rep++ {
+		for _, s := range systems {
+			if err := compareOne(e, s, base, records, threads, runDur, rep, func(th int, r *ycsb.Result) {
+				ops[s.name][th] = append(ops[s.name][th], r.OpsPerSec())
+				last[s.name][th] = r
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	t := &table{Name: "compare", Cols: append(append([]string{"system", "threads", "reps"}, spreadCols("ops_per_sec")...),
+		"p50_us", "p99_us", "errors", "round_trips_per_op", "vs_best_tuned", "vs_redis", "vs_memcached", "vs_noop"),
+		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d), batch.size=1", records),
+			fmt.Sprintf("go-ycsb v1.0.1 core workload in this process; run phase bounded to %v per point; each point the median of %d interleaved repetitions (min, max beside)", runDur, e.reps()),
+			"jakiro-defaults: " + serverOpts{Defaults: true}.withDefaults().String() + "; jakiro-* tuned: " + tunedSettings(systems),
+			"jakiro: server process on the shm fabric, driver defaults (rfp mode, jakiro.rfs=auto), one client connection per go-ycsb thread",
 			"redis: redis-server --save '' --appendonly no --io-threads 1 on 127.0.0.1 (go-ycsb's redis driver, its default hash datatype: HSET/HMGET)",
 			"memcached: memcached -t 1 -m 512 on 127.0.0.1 (jakiro-bench's gomemcache driver, compact records)",
-			"latency: per op; with batch_size 8 an op's latency is its batch's"}}
-	type sys struct{ name, db, mode string }
-	systems := []sys{{"jakiro-rfp", "jakiro", "rfp"}, {"jakiro-reply", "jakiro", "reply"}, {"redis", "redis", ""}, {"memcached", "memcached", ""}}
-	results := map[string]map[int]*ycsb.Result{}
-	for _, s := range systems {
-		results[s.name] = map[int]*ycsb.Result{}
-		p := properties.NewProperties()
-		p.Merge(base)
-		p.Set("recordcount", fmt.Sprint(records))
-		p.Set("threadcount", fmt.Sprint(threads))
-		var stop func()
-		switch s.db {
-		case "jakiro":
-			srv, err := startServer(serverOpts{Partitions: 1})
-			if err != nil {
-				return err
-			}
-			stop = srv.Stop
-			p.Set(ycsb.PropAddr, srv.Addr)
-			p.Set(ycsb.PropMode, s.mode)
-		default:
-			x, err := startExternal(s.db)
-			if err != nil {
-				return err
-			}
-			stop = x.Stop
-			p.Set(s.db+".addr", x.Addr)
-			p.Set("redis.mode", "single")
-		}
-		err := func() error {
-			defer stop()
-			p.Set("batch.size", "1")
-			lr, err := ycsb.Run(e.Ctx, ycsb.RunConfig{DB: s.db, Props: p, Load: true})
-			if err != nil {
-				return fmt.Errorf("%s load: %w", s.name, err)
-			}
-			if lr.Errors > 0 {
-				return fmt.Errorf("%s load: %d errors, first %v", s.name, lr.Errors, lr.FirstError)
-			}
-			e.logf("  %-13s loaded %d records in %v", s.name, lr.Ops, lr.Elapsed.Round(1e6))
-			for _, b := range batches {
-				p.Set("batch.size", fmt.Sprint(b))
-				r, err := ycsb.Run(e.Ctx, ycsb.RunConfig{DB: s.db, Props: p, Duration: runDur})
-				if err != nil {
-					return fmt.Errorf("%s run: %w", s.name, err)
-				}
-				results[s.name][b] = r
-				e.logf("  %-13s batch=%d: %9.0f ops/s  p50 %7.2f µs  p99 %8.2f µs  errors %d", s.name, b, r.OpsPerSec(),
-					float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors)
-			}
-			return nil
-		}()
-		if err != nil {
-			return err
-		}
-	}
+			"noop: go-ycsb's basic database, silent: the load generator's own ceiling here",
+			"latency columns: the last repetition's; vs_* columns: ratios of medians (vs_best_tuned: the best jakiro-* tuned median at the same threads)"}}
 	var labels []string
-	var ss []series
-	for _, b := range batches {
-		labels = append(labels, fmt.Sprintf("batch.size=%d", b))
+	for _, th := range threads {
+		labels = append(labels, fmt.Sprintf("%d threads", th))
 	}
+	var ss []series
 	for _, s := range systems {
 		sr := series{Name: s.name}
-		for _, b := range batches {
-			r := results[s.name][b]
+		for i, th := range threads {
+			sp := spreadOf(ops[s.name][th])
+			r := last[s.name][th]
 			trips := ""
 			if r.HaveCounters {
 				trips = fmt.Sprintf("%.3f", r.Counters.FabricOpsPerOp())
 			}
 			ratio := func(o string) string {
-				if x := results[o][b]; x != nil && x.OpsPerSec() > 0 {
-					return fmt.Sprintf("%.2f", r.OpsPerSec()/x.OpsPerSec())
+				if x := spreadOf(ops[o][th]).Med; x > 0 {
+					return fmt.Sprintf("%.2f", sp.Med/x)
 				}
 				return ""
 			}
-			t.add(s.name, threads, b, fmt.Sprintf("%.0f", r.OpsPerSec()), r.OpsPerSec()/1e6,
-				float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors, trips,
-				ratio("redis"), ratio("memcached"))
-			sr.add(float64(b), r.OpsPerSec()/1e6)
+			best := ""
+			if b := bestTuned(systems, ops, th); b > 0 && strings.HasPrefix(s.name, "jakiro") {
+				best = fmt.Sprintf("%.2f", sp.Med/b)
+			}
+			t.add(append(append([]any{s.name, th, sp.N}, sp.vals()...), float64(r.Total.ValueAtQuantile(50))/1e3,
+				float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors, trips, best, ratio("redis"), ratio("memcached"), ratio("noop"))...)
+			sr.addSpread(float64(i), spread{Med: sp.Med / 1e6, Min: sp.Min / 1e6, Max: sp.Max / 1e6, N: sp.N})
 		}
 		ss = append(ss, sr)
 	}
-	for _, b := range batches {
-		j, rd, mc := results["jakiro-rfp"][b], results["redis"][b], results["memcached"][b]
-		e.logf("  batch.size=%d: jakiro-rfp %.1fx redis, %.1fx memcached", b, j.OpsPerSec()/rd.OpsPerSec(), j.OpsPerSec()/mc.OpsPerSec())
+	for _, th := range threads {
+		d := spreadOf(ops["jakiro-defaults"][th]).Med
+		e.logf("  %d threads: jakiro-defaults %.0f ops/s = %.2fx best tuned, %.1fx redis, %.1fx memcached, %.2fx noop", th, d,
+			d/bestTuned(systems, ops, th), d/spreadOf(ops["redis"][th]).Med, d/spreadOf(ops["memcached"][th]).Med, d/spreadOf(ops["noop"][th]).Med)
 	}
 	png := e.png("compare")
-	if err := barPlot(png, "go-ycsb, 16 B keys, 32 B values, 95% GET, uniform: "+strings.TrimSpace(fmt.Sprintf("%d threads", threads)), "Mops", labels, ss); err != nil {
+	if err := barPlot(png, "go-ycsb 95% GET / 5% PUT, zipfian, 16 B keys, 32 B values (median, min–max)", "Mops", labels, ss); err != nil {
 		return err
 	}
 	return e.done(t, png)
+}
+
+func tunedSettings(systems []system) string {
+	var parts []string
+	for _, s := range systems {
+		if s.tuned {
+			parts = append(parts, s.name+": "+s.srv.withDefaults().String())
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func bestTuned(systems []system, ops map[string]map[int][]float64, th int) float64 {
+	best := 0.0
+	for _, s := range systems {
+		if s.tuned {
+			best = max(best, spreadOf(ops[s.name][th]).Med)
+		}
+	}
+	return best
+}
+
+// compareOne starts a system, loads it and runs every thread count once.
+func compareOne(e *env, s system, base *properties.Properties, records int, threads []int, runDur time.Duration, rep int, got func(int, *ycsb.Result)) error {
+	p := properties.NewProperties()
+	p.Merge(base)
+	p.Set("recordcount", fmt.Sprint(records))
+	stop := func() {}
+	switch s.db {
+	case "jakiro":
+		srv, err := startServer(s.srv)
+		if err != nil {
+			return err
+		}
+		stop = srv.Stop
+		p.Set(ycsb.PropAddr, srv.Addr)
+	case "basic":
+		p.Set("basicdb.verbose", "false")
+	default:
+		x, err := startExternal(s.db)
+		if err != nil {
+			return err
+		}
+		stop = x.Stop
+		p.Set(s.db+".addr", x.Addr)
+		p.Set("redis.mode", "single")
+	}
+	defer stop()
+	p.Set("threadcount", "4")
+	lr, err := ycsb.Run(e.Ctx, ycsb.RunConfig{DB: s.db, Props: p, Load: true})
+	if err != nil {
+		return fmt.Errorf("%s load: %w", s.name, err)
+	}
+	if lr.Errors > 0 {
+		return fmt.Errorf("%s load: %d errors, first %v", s.name, lr.Errors, lr.FirstError)
+	}
+	for _, th := range threads {
+		p.Set("threadcount", fmt.Sprint(th))
+		r, err := ycsb.Run(e.Ctx, ycsb.RunConfig{DB: s.db, Props: p, Duration: runDur})
+		if err != nil {
+			return fmt.Errorf("%s run: %w", s.name, err)
+		}
+		got(th, r)
+		e.logf("  rep %d %-19s %3d threads: %9.0f ops/s  p50 %7.2f µs  p99 %8.2f µs  errors %d", rep+1, s.name, th, r.OpsPerSec(),
+			float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors)
+		if r.Errors > 0 {
+			e.logf("    first error: %v", r.FirstError)
+		}
+	}
+	return nil
 }

@@ -2,15 +2,16 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
-	"github.com/jakiro-kv/jakiro/rfp"
+	"github.com/jakiro-kv/jakiro/client"
 )
 
 // The loadgen experiments: each point is one runLoad against a server
 // process started per experiment and preloaded with 16 B keys.
 
-var allModes = []rfp.Mode{rfp.ModeRFP, rfp.ModeReply, rfp.ModeHybrid}
+var allModes = []client.Mode{client.ModeRFP, client.ModeReply, client.ModeHybrid}
 
 // loadCols are the CSV columns every loadgen row ends with.
 // loadavg1 is the machine's 1-minute load average after the point: other
@@ -47,35 +48,72 @@ func (e *env) point(label string, s loadSpec, ks *keySet) (loadResult, error) {
 	return r, nil
 }
 
-// runClients: throughput vs number of client connections (Fig. 4). Each
-// client keeps one request outstanding (window 1), like the paper's client
-// threads; all clients share the load generator's cores.
+// repCols head the loadCols of a point measured e.reps() times: its
+// throughput's min and max (loadCols' mops is the median, and the other
+// columns are those of the median repetition).
+var repCols = []string{"reps", "mops_min", "mops_max"}
+
+// medianRun picks the repetition with the median throughput and returns it
+// with the spread of all of them.
+func medianRun(rs []loadResult) (loadResult, spread) {
+	ms := make([]float64, len(rs))
+	for i, r := range rs {
+		ms[i] = r.Mops
+	}
+	sp := spreadOf(ms)
+	best := rs[0]
+	for _, r := range rs {
+		if math.Abs(r.Mops-sp.Med) < math.Abs(best.Mops-sp.Med) {
+			best = r
+		}
+	}
+	return best, sp
+}
+
+func repVals(sp spread) []any { return []any{sp.N, sp.Min, sp.Max} }
+
+// runClients: throughput vs number of client connections (Fig. 4), up to
+// 1,024. Each client keeps one request outstanding (window 1), like the
+// paper's client threads; all clients share the load generator's cores.
 func runClients(e *env) error {
-	counts := []int{1, 2, 4, 8, 16}
+	counts := []int{1, 2, 4, 8, 16, 64, 256, 1024}
 	if e.Quick {
 		counts = []int{1, 2}
 	}
 	ks := newKeySet(e.Keys, sizeDist{Fixed: 32})
-	t := &table{Name: "clients", Cols: append([]string{"mode", "clients", "window"}, loadCols...),
-		Settings: e.settings(serverOpts{}, "workload: 95% GET, uniform, 32 B values, RFS auto; window 1 per client")}
-	var ss []series
+	t := &table{Name: "clients", Cols: append(append([]string{"mode", "clients", "window"}, repCols...), loadCols...),
+		Settings: e.settings(serverOpts{}, "workload: 95% GET, uniform, 32 B values, RFS auto; window 1 per client",
+			fmt.Sprintf("each point: median of %d interleaved repetitions (min, max beside)", e.reps()))}
+	runs := map[client.Mode]map[int][]loadResult{}
 	err := e.server(serverOpts{}, ks, func(addr string) error {
-		for _, m := range allModes {
-			s := series{Name: m.String()}
-			for _, n := range counts {
-				r, err := e.point(fmt.Sprintf("%s clients=%d", m, n), loadSpec{Addr: addr, Mode: m, Clients: n, Window: 1, GetRatio: 0.95}, ks)
-				if err != nil {
-					return err
+		for rep := 0; rep < e.reps(); rep++ {
+			for _, m := range allModes {
+				if runs[m] == nil {
+					runs[m] = map[int][]loadResult{}
 				}
-				t.add(append([]any{m, n, 1}, loadVals(r)...)...)
-				s.add(float64(n), r.Mops)
+				for _, n := range counts {
+					r, err := e.point(fmt.Sprintf("%s clients=%d rep %d", m, n, rep+1), loadSpec{Addr: addr, Mode: m, Clients: n, Window: 1, GetRatio: 0.95}, ks)
+					if err != nil {
+						return err
+					}
+					runs[m][n] = append(runs[m][n], r)
+				}
 			}
-			ss = append(ss, s)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	var ss []series
+	for _, m := range allModes {
+		s := series{Name: m.String()}
+		for _, n := range counts {
+			r, sp := medianRun(runs[m][n])
+			t.add(append(append([]any{m, n, 1}, repVals(sp)...), loadVals(r)...)...)
+			s.addSpread(float64(n), sp)
+		}
+		ss = append(ss, s)
 	}
 	png := e.png("clients")
 	if err := linePlot(png, "Throughput vs client connections, 32 B values, 95% GET (cf. Fig. 4)", "client connections", "Mops", ss, true); err != nil {
@@ -135,7 +173,7 @@ func runLatency(e *env) error {
 }
 
 // ratioPoints measures modes x GET ratios with one pipelined client.
-func (e *env) ratioSweep(name, title string, dists []float64, modes []rfp.Mode, ratios []float64) error {
+func (e *env) ratioSweep(name, title string, dists []float64, modes []client.Mode, ratios []float64) error {
 	ks := newKeySet(e.Keys, sizeDist{Fixed: 32})
 	t := &table{Name: name, Cols: append([]string{"mode", "dist", "get_pct", "window"}, loadCols...),
 		Settings: e.settings(serverOpts{}, "workload: 32 B values, RFS auto; 1 client, window 8 (pipelined)", "dist: 0 = uniform, else zipfian constant")}
@@ -191,13 +229,13 @@ func runGetRatio(e *env) error {
 
 func runSkew(e *env) error {
 	return e.ratioSweep("skew", "Uniform vs zipf .99 keys by GET ratio, 32 B (cf. Fig. 9)", []float64{0, 0.99},
-		[]rfp.Mode{rfp.ModeRFP, rfp.ModeReply}, []float64{0.05, 0.5, 0.95})
+		[]client.Mode{client.ModeRFP, client.ModeReply}, []float64{0.05, 0.5, 0.95})
 }
 
 // sizeSweep measures configs x value sizes, re-preloading for each size.
 type sizeCfg struct {
 	name string
-	mode rfp.Mode
+	mode client.Mode
 	rfs  int
 }
 
@@ -241,12 +279,12 @@ func runValueSize(e *env) error {
 	if e.Quick {
 		sizes = []int{32, 128}
 	}
-	paper := rfp.RFSFor(32)
+	paper := client.RFSFor(32)
 	return e.sizeSweep("valuesize", "Throughput by value size, 95% GET (cf. Fig. 7)", []sizeCfg{
-		{fmt.Sprintf("rfp rfs=%d (paper)", paper), rfp.ModeRFP, paper},
-		{"rfp rfs=auto", rfp.ModeRFP, 0},
-		{"reply", rfp.ModeReply, 0},
-		{"hybrid", rfp.ModeHybrid, 0},
+		{fmt.Sprintf("rfp rfs=%d (paper)", paper), client.ModeRFP, paper},
+		{"rfp rfs=auto", client.ModeRFP, 0},
+		{"reply", client.ModeReply, 0},
+		{"hybrid", client.ModeHybrid, 0},
 	}, sizes)
 }
 
@@ -257,10 +295,10 @@ func runRFS(e *env) error {
 	}
 	var cfgs []sizeCfg
 	for _, v := range []int{32, 128, 512} {
-		n := rfp.RFSFor(v)
-		cfgs = append(cfgs, sizeCfg{fmt.Sprintf("rfs=%d (fits %d B)", n, v), rfp.ModeRFP, n})
+		n := client.RFSFor(v)
+		cfgs = append(cfgs, sizeCfg{fmt.Sprintf("rfs=%d (fits %d B)", n, v), client.ModeRFP, n})
 	}
-	cfgs = append(cfgs, sizeCfg{"rfs=auto", rfp.ModeRFP, 0})
+	cfgs = append(cfgs, sizeCfg{"rfs=auto", client.ModeRFP, 0})
 	return e.sizeSweep("rfs", "RFP throughput by remote fetch size (cf. Fig. 8)", cfgs, sizes)
 }
 
@@ -268,11 +306,11 @@ func runRFS(e *env) error {
 func runMixed(e *env) error {
 	ks := newKeySet(e.Keys, sizeDist{Mixed: true})
 	cfgs := []sizeCfg{
-		{"rfp rfs=auto", rfp.ModeRFP, 0},
-		{fmt.Sprintf("rfp rfs=%d", rfp.RFSFor(32)), rfp.ModeRFP, rfp.RFSFor(32)},
-		{fmt.Sprintf("rfp rfs=%d (paper)", rfp.RFSFor(512)), rfp.ModeRFP, rfp.RFSFor(512)},
-		{"reply", rfp.ModeReply, 0},
-		{"hybrid", rfp.ModeHybrid, 0},
+		{"rfp rfs=auto", client.ModeRFP, 0},
+		{fmt.Sprintf("rfp rfs=%d", client.RFSFor(32)), client.ModeRFP, client.RFSFor(32)},
+		{fmt.Sprintf("rfp rfs=%d (paper)", client.RFSFor(512)), client.ModeRFP, client.RFSFor(512)},
+		{"reply", client.ModeReply, 0},
+		{"hybrid", client.ModeHybrid, 0},
 	}
 	ratios := []float64{0.05, 0.5, 0.95}
 	t := &table{Name: "mixed", Cols: append([]string{"config", "mode", "rfs", "get_pct"}, loadCols...),

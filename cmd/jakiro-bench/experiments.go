@@ -18,14 +18,18 @@ type experiment struct {
 // experiments in the order figures runs them.
 var experiments = []experiment{
 	{"fabric", "raw one-sided READ vs WRITE ops/s by initiator count (paper Fig. 1)", runFabric},
-	{"clients", "throughput vs client connections, rfp vs reply vs hybrid (Fig. 4)", runClients},
+	{"clients", "throughput vs client connections (1 to 1,024), rfp vs reply vs hybrid (Fig. 4)", runClients},
+	{"fairness", "8 window-1 clients beside a flooding client (window 32): their share of the server", runFairness},
+	{"idle", "one active client beside 0 to 10,000 idle connections, shm and tcp", runIdle},
 	{"latency", "latency CDF at peak and at 50% load (Fig. 5)", runLatency},
 	{"getratio", "throughput at 5/50/95/100% GET (Fig. 6)", runGetRatio},
 	{"valuesize", "throughput for values of 32 B to 1 KiB (Fig. 7)", runValueSize},
 	{"rfs", "throughput by remote fetch size, including auto (Fig. 8)", runRFS},
 	{"skew", "zipf .99 vs uniform keys by GET ratio (Fig. 9)", runSkew},
 	{"mixed", "Weibo-like sizes 1-899 B, mean 43 B: throughput and round trips per op (Fig. 10)", runMixed},
-	{"compare", "Jakiro (rfp, reply) vs Redis vs memcached on one go-ycsb workload", runCompare},
+	{"compare", "go-ycsb 95/5 zipfian at 4 and 64 threads: Jakiro at defaults and tuned vs Redis, memcached and a no-op database", runCompare},
+	{"ycsbthreads", "go-ycsb read-only at 8 to 1,024 threads against Jakiro at its defaults", runYCSBThreads},
+	{"servers", "one client over 1, 2 and 3 servers on loopback tcp (median of 3 interleaved rounds, min-max)", runServers},
 }
 
 func experimentCommand(x experiment) *cli.Command {

@@ -2,20 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/pingcap/go-ycsb/pkg/generator"
 
 	"github.com/jakiro-kv/jakiro/client"
-	"github.com/jakiro-kv/jakiro/rfp"
 )
 
 // loadSpec is one measurement point of the native load generator: the
@@ -23,7 +18,7 @@ import (
 // Window requests in flight through a client.Batch.
 type loadSpec struct {
 	Addr     string
-	Mode     rfp.Mode
+	Mode     client.Mode
 	RFS      int // 0 = auto
 	Clients  int
 	Window   int     // ops per batch; 1 = synchronous ops, each timed
@@ -50,8 +45,9 @@ type loadResult struct {
 	Elapsed  time.Duration
 	Mops     float64
 	Lat      *hdr.Histogram // ns per op (a batch's ops share its latency)
-	Counters rfp.Counters
-	RFS      int // the fetch size at the end (auto moves it)
+	Counters client.Counters
+	RFS      int       // the fetch size at the end (auto moves it)
+	PerMops  []float64 // each client's rate
 }
 
 func (r loadResult) RoundTrips() float64 { return r.Counters.FabricOpsPerOp() }
@@ -129,7 +125,7 @@ func (ks *keySet) meanSize() float64 {
 
 // preload PUTs every key, pipelined over one client.
 func preload(ctx context.Context, addr string, ks *keySet) error {
-	c, err := client.Dial(ctx, addr, client.WithMode(rfp.ModeRFP))
+	c, err := client.Dial(ctx, addr, client.WithMode(client.ModeRFP))
 	if err != nil {
 		return err
 	}
@@ -157,8 +153,7 @@ func runLoad(ctx context.Context, s loadSpec, ks *keySet) (loadResult, error) {
 	if s.Clients < 1 || s.Window < 1 || s.Duration <= 0 {
 		return loadResult{}, fmt.Errorf("loadgen: clients %d, window %d, duration %v", s.Clients, s.Window, s.Duration)
 	}
-	keys := len(ks.keys)
-	clients := make([]*client.Client, s.Clients)
+	clients, err := dialLoadClients(ctx, s)
 	defer func() {
 		for _, c := range clients {
 			if c != nil {
@@ -166,29 +161,12 @@ func runLoad(ctx context.Context, s loadSpec, ks *keySet) (loadResult, error) {
 			}
 		}
 	}()
-	for i := range clients {
-		opts := []client.Option{client.WithMode(s.Mode), client.WithRFS(s.RFS)}
-		if s.FixDelay {
-			opts = append(opts, client.WithFetchDelay(s.FetchDelay))
-		}
-		if s.Window > 1 {
-			opts = append(opts, client.WithWindow(s.Window))
-		}
-		c, err := client.Dial(ctx, s.Addr, opts...)
-		if err != nil {
-			return loadResult{}, fmt.Errorf("client %d: %w", i, err)
-		}
-		clients[i] = c
+	if err != nil {
+		return loadResult{}, err
 	}
-	type worker struct {
-		ops, misses, errs int64
-		lat               *hdr.Histogram
-		before, after     rfp.Counters
-		err               error
-	}
-	ws := make([]*worker, s.Clients)
+	ws := make([]*loadWorker, s.Clients)
 	var wg sync.WaitGroup
-	var measuring, stop atomic.Bool
+	var phase loadPhase
 	start := time.Now()
 	measureAt := start.Add(s.Warmup)
 	endAt := measureAt.Add(s.Duration)
@@ -197,89 +175,12 @@ func runLoad(ctx context.Context, s loadSpec, ks *keySet) (loadResult, error) {
 		interval = time.Duration(float64(time.Second) * float64(s.Clients*s.Window) / s.Rate)
 	}
 	for i, c := range clients {
-		w := &worker{lat: hdr.New(1, int64(10*time.Second), 3)}
+		w := &loadWorker{c: c, s: &s, ks: ks, phase: &phase, interval: interval, lat: hdr.New(1, int64(10*time.Second), 3)}
 		ws[i] = w
 		wg.Add(1)
 		go func(seed int64) {
 			defer wg.Done()
-			r := rand.New(rand.NewSource(seed))
-			var zipf *generator.ScrambledZipfian
-			if s.Zipf > 0 {
-				zipf = generator.NewScrambledZipfian(0, int64(keys-1), s.Zipf)
-			}
-			pick := func() int {
-				if zipf != nil {
-					return int(zipf.Next(r))
-				}
-				return r.Intn(keys)
-			}
-			var b client.Batch
-			var dst []byte
-			measured := false
-			next := time.Now()
-			for !stop.Load() {
-				if !measured && measuring.Load() {
-					measured = true
-					w.before = c.Counters()
-					w.ops, w.misses, w.errs = 0, 0, 0
-					w.lat.Reset()
-				}
-				t0 := time.Now()
-				if interval > 0 {
-					for t0.Before(next) { // pace: spin, yielding, until the scheduled start
-						runtime.Gosched()
-						t0 = time.Now()
-					}
-					t0, next = next, next.Add(interval)
-				}
-				var err error
-				if s.Window == 1 {
-					k := pick()
-					if r.Float64() < s.GetRatio {
-						dst, err = c.GetTo(ctx, ks.keys[k], dst[:0])
-					} else {
-						err = c.Put(ctx, ks.keys[k], ks.value[:ks.sizes[k]], 0)
-					}
-					w.lat.RecordValue(int64(time.Since(t0)))
-					w.ops++
-					switch {
-					case errors.Is(err, client.ErrNotFound):
-						w.misses++
-					case err != nil:
-						w.errs++
-						w.err = err
-						if ctx.Err() != nil || errors.Is(err, client.ErrClosed) {
-							return
-						}
-					}
-					continue
-				}
-				b.Reset()
-				for j := 0; j < s.Window; j++ {
-					k := pick()
-					if r.Float64() < s.GetRatio {
-						b.Get(ks.keys[k])
-					} else {
-						b.Put(ks.keys[k], ks.value[:ks.sizes[k]], 0)
-					}
-				}
-				if err = c.Run(ctx, &b); err != nil {
-					w.err = err
-					w.errs += int64(s.Window)
-					return
-				}
-				w.lat.RecordValues(int64(time.Since(t0)), int64(s.Window))
-				w.ops += int64(s.Window)
-				for j := 0; j < b.Len(); j++ {
-					if _, err := b.Result(j); errors.Is(err, client.ErrNotFound) {
-						w.misses++
-					} else if err != nil {
-						w.errs++
-						w.err = err
-					}
-				}
-			}
-			w.after = c.Counters()
+			w.run(ctx, seed)
 		}(int64(i)*7919 + time.Now().UnixNano())
 	}
 	// The clock, from here: warm up, measure, stop.
@@ -292,13 +193,47 @@ func runLoad(ctx context.Context, s loadSpec, ks *keySet) (loadResult, error) {
 		}
 	}
 	ok := timer(measureAt)
-	measuring.Store(true)
+	phase.measuring.Store(true)
 	if ok {
 		timer(endAt)
 	}
-	stop.Store(true)
+	phase.stop.Store(true)
 	elapsed := time.Since(measureAt)
 	wg.Wait()
+	res, firstErr := mergeLoad(ws, elapsed)
+	res.RFS = clients[0].RFS()
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if res.Errors > 0 {
+		return res, fmt.Errorf("loadgen: %d errors, first: %w", res.Errors, firstErr)
+	}
+	return res, nil
+}
+
+// dialLoadClients dials s.Clients clients with s's options. On error the
+// clients dialled so far are returned, for the caller to close.
+func dialLoadClients(ctx context.Context, s loadSpec) ([]*client.Client, error) {
+	clients := make([]*client.Client, s.Clients)
+	for i := range clients {
+		opts := []client.Option{client.WithMode(s.Mode), client.WithRFS(s.RFS)}
+		if s.FixDelay {
+			opts = append(opts, client.WithFetchDelay(s.FetchDelay))
+		}
+		if s.Window > 1 {
+			opts = append(opts, client.WithWindow(s.Window))
+		}
+		c, err := client.Dial(ctx, s.Addr, opts...)
+		if err != nil {
+			return clients, fmt.Errorf("client %d: %w", i, err)
+		}
+		clients[i] = c
+	}
+	return clients, nil
+}
+
+// mergeLoad sums the workers' measurements.
+func mergeLoad(ws []*loadWorker, elapsed time.Duration) (loadResult, error) {
 	res := loadResult{Elapsed: elapsed, Lat: hdr.New(1, int64(10*time.Second), 3)}
 	var firstErr error
 	for _, w := range ws {
@@ -312,12 +247,8 @@ func runLoad(ctx context.Context, s loadSpec, ks *keySet) (loadResult, error) {
 		}
 	}
 	res.Mops = float64(res.Ops) / elapsed.Seconds() / 1e6
-	res.RFS = clients[0].RFS()
-	if err := ctx.Err(); err != nil {
-		return res, err
+	for _, w := range ws {
+		res.PerMops = append(res.PerMops, float64(w.ops)/elapsed.Seconds()/1e6)
 	}
-	if res.Errors > 0 {
-		return res, fmt.Errorf("loadgen: %d errors, first: %w", res.Errors, firstErr)
-	}
-	return res, nil
+	return res, firstErr
 }

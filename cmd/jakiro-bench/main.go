@@ -4,8 +4,9 @@
 //
 //	jakiro-bench demo                         # rfp vs reply vs hybrid, a table
 //	jakiro-bench figures --out results        # every experiment below
-//	jakiro-bench clients|latency|getratio|valuesize|rfs|skew|mixed|fabric|compare
+//	jakiro-bench clients|latency|getratio|valuesize|rfs|skew|mixed|fabric|compare|servers
 //	jakiro-bench ycsb load|run jakiro -P workloads/paper-uniform -p jakiro.mode=reply
+//	jakiro-bench stress --addr shm:///tmp/jakiro.sock --duration 5s   # exit 1 on a torn or stale value
 //
 // Servers run as separate processes (this binary re-executed) unless --addr
 // names one; every run is bounded in time.
@@ -20,12 +21,25 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
+	_ "github.com/jakiro-kv/jakiro/fabric/providers" // shm://, tcp://, and rdma:// with -tags rdma
+	"github.com/jakiro-kv/jakiro/internal/fabricbench"
+	"github.com/jakiro-kv/jakiro/internal/fdlimit"
+	"github.com/jakiro-kv/jakiro/internal/version"
 )
 
+// maxFiles is the open-file limit the benchmarks need: 10,000 idle shm
+// connections cost the client three descriptors each and the server two.
+const maxFiles = 1 << 16
+
 func main() {
+	if _, err := fdlimit.Raise(maxFiles); err != nil {
+		fmt.Fprintln(os.Stderr, "jakiro-bench: raising the open-file limit:", err)
+	}
 	fabricbench.ServeChildIfRequested()
 	serveChildIfRequested()
+	stressChildIfRequested()
+	loadChildIfRequested()
+	holdIdleIfRequested()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := newApp().RunContext(ctx, os.Args); err != nil {
@@ -35,11 +49,11 @@ func main() {
 }
 
 func newApp() *cli.App {
-	cmds := []*cli.Command{demoCommand(), figuresCommand(), ycsbCommand()}
+	cmds := []*cli.Command{demoCommand(), figuresCommand(), ycsbCommand(), stressCommand()}
 	for _, x := range experiments {
 		cmds = append(cmds, experimentCommand(x))
 	}
-	return &cli.App{
+	app := &cli.App{
 		Name:     "jakiro-bench",
 		Usage:    "benchmarks for Jakiro: the RFP paper's figures, go-ycsb, Redis and memcached",
 		Commands: cmds,
@@ -47,4 +61,6 @@ func newApp() *cli.App {
 		Before:   startProfile,
 		After:    stopProfile,
 	}
+	version.SetFlag(app)
+	return app
 }

@@ -48,6 +48,9 @@ func cpuModel() string {
 	return runtime.GOARCH
 }
 
+// clientProcs is this process's GOMAXPROCS (the load generator's).
+func (m machineInfo) clientProcs() int { return runtime.GOMAXPROCS(0) }
+
 // writeHeader writes the machine block and the experiment's settings as
 // '#' comment lines.
 func (m machineInfo) writeHeader(w io.Writer, settings []string) {

@@ -10,10 +10,12 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// series is one line (or one bar set) of a figure.
+// series is one line (or one bar set) of a figure; Lo and Hi, when set,
+// are each point's min and max over repetitions (Y their median).
 type series struct {
-	Name string
-	X, Y []float64
+	Name   string
+	X, Y   []float64
+	Lo, Hi []float64
 }
 
 func (s *series) add(x, y float64) { s.X, s.Y = append(s.X, x), append(s.Y, y) }
@@ -40,7 +42,7 @@ func newPlot(title, x, y string) *plot.Plot {
 func headroom(p *plot.Plot, ss []series) {
 	top := 0.0
 	for _, s := range ss {
-		for _, y := range s.Y {
+		for _, y := range append(s.Y, s.Hi...) {
 			top = math.Max(top, y)
 		}
 	}
@@ -70,6 +72,9 @@ func linePlot(path, title, xl, yl string, ss []series, logX bool) error {
 		pts.Shape = plotutil.Shape(i)
 		p.Add(l, pts)
 		p.Legend.Add(s.Name, l, pts)
+		if len(s.Lo) == len(s.X) {
+			p.Add(rangeBars{X: s.X, Lo: s.Lo, Hi: s.Hi, Color: plotutil.Color(i)})
+		}
 	}
 	return save(p, path)
 }
@@ -110,6 +115,13 @@ func barPlot(path, title, yl string, labels []string, ss []series) error {
 		b.Offset = w * vg.Length(float64(i)-float64(len(ss)-1)/2)
 		p.Add(b)
 		p.Legend.Add(s.Name, b)
+		if len(s.Lo) == len(s.Y) {
+			xs := make([]float64, len(s.Y))
+			for j := range xs {
+				xs[j] = float64(j)
+			}
+			p.Add(rangeBars{X: xs, Lo: s.Lo, Hi: s.Hi, Offset: b.Offset})
+		}
 	}
 	p.NominalX(labels...)
 	headroom(p, ss)

@@ -11,6 +11,7 @@ import (
 	"github.com/magiconair/properties"
 	"github.com/urfave/cli/v2"
 
+	_ "github.com/pingcap/go-ycsb/db/basic" // registers "basic", a no-op database
 	_ "github.com/pingcap/go-ycsb/db/redis" // registers "redis"
 
 	"github.com/jakiro-kv/jakiro/ycsb" // registers "jakiro" and "memcached"

@@ -1,11 +1,15 @@
 // Command jakiro runs a Jakiro server and talks to one from a terminal.
 //
 //	jakiro server --listen shm:///tmp/jakiro.sock --partitions 2 --memory 1GiB
-//	jakiro put --addr shm:///tmp/jakiro.sock KEY VALUE
-//	jakiro get --addr shm:///tmp/jakiro.sock KEY        # exit 1 if not found
-//	jakiro del KEY ; jakiro stats
+//	jakiro put KEY VALUE --ttl 60     # flags go before or after the arguments
+//	jakiro get KEY                    # exit 1 if not found, 2 on other errors
+//	jakiro del KEY
+//	jakiro stats                      # a table; --json for scripts
+//	jakiro --version
 //
-// Every flag can also come from a JAKIRO_* environment variable.
+// Every flag can also come from a JAKIRO_* environment variable. Errors a
+// newcomer meets (no server, a stale socket, a fabric not compiled in)
+// name the fix.
 package main
 
 import (
@@ -16,28 +20,23 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/jakiro-kv/jakiro/client"
+	_ "github.com/jakiro-kv/jakiro/fabric/providers" // shm://, tcp://, and rdma:// with -tags rdma
+	"github.com/jakiro-kv/jakiro/internal/version"
 )
 
-// exitNotFound is get's exit status for a missing key; other failures exit 2.
+// exitNotFound is get's and del's exit status for a missing key; other
+// failures, usage errors included, exit 2.
 const (
 	exitNotFound = 1
 	exitError    = 2
 )
 
+// defaultAddr is where the server listens and clients dial unless told.
+const defaultAddr = "shm:///tmp/jakiro.sock"
+
 func main() {
-	app := &cli.App{
-		Name:  "jakiro",
-		Usage: "an RDMA-style key-value cache on the Remote Fetching Paradigm",
-		Commands: []*cli.Command{
-			serverCommand(),
-			getCommand(),
-			putCommand(),
-			delCommand(),
-			statsCommand(),
-		},
-		ExitErrHandler: func(*cli.Context, error) {},
-	}
-	if err := app.Run(os.Args); err != nil {
+	app := newApp()
+	if err := app.Run(flagsFirst(app, os.Args)); err != nil {
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) {
 			if msg := err.Error(); msg != "" {
@@ -51,4 +50,28 @@ func main() {
 		}
 		os.Exit(exitError)
 	}
+}
+
+func newApp() *cli.App {
+	cmds := []*cli.Command{
+		serverCommand(),
+		getCommand(),
+		putCommand(),
+		delCommand(),
+		statsCommand(),
+	}
+	for _, c := range cmds {
+		c.OnUsageError = usageError
+		c.HideHelpCommand = true
+	}
+	app := &cli.App{
+		Name:            "jakiro",
+		Usage:           "an RDMA-style key-value cache on the Remote Fetching Paradigm",
+		Commands:        cmds,
+		OnUsageError:    usageError,
+		CommandNotFound: commandNotFound,
+		ExitErrHandler:  func(*cli.Context, error) {},
+	}
+	version.SetFlag(app)
+	return app
 }

@@ -6,18 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/jakiro-kv/jakiro/client"
-	"github.com/jakiro-kv/jakiro/rfp"
 )
 
 func clientFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "addr", Value: "shm:///tmp/jakiro.sock", Usage: "server URL", EnvVars: []string{"JAKIRO_ADDR"}},
+		&cli.StringFlag{Name: "addr", Value: defaultAddr, Usage: "server URL (shm:///path, tcp://host:port or rdma://ip:port), or a comma-separated list: keys spread over the servers", EnvVars: []string{"JAKIRO_ADDR"}},
 		&cli.StringFlag{Name: "mode", Value: "rfp", Usage: "rfp, reply or hybrid", EnvVars: []string{"JAKIRO_MODE"}},
 		&cli.StringFlag{Name: "rfs", Value: "auto", Usage: "remote fetch size (bytes, sizes like 1KiB, or auto)", EnvVars: []string{"JAKIRO_RFS"}},
 		&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "give up after this long", EnvVars: []string{"JAKIRO_TIMEOUT"}},
@@ -28,22 +26,35 @@ func clientFlags() []cli.Flag {
 // dial builds a client from the common flags. The caller must call the
 // returned cancel and Close.
 func dial(c *cli.Context) (*client.Client, context.Context, context.CancelFunc, error) {
-	mode, err := rfp.ParseMode(c.String("mode"))
+	mode, err := client.ParseMode(c.String("mode"))
 	if err != nil {
-		return nil, nil, nil, cli.Exit(err, exitError)
+		return nil, nil, nil, cli.Exit(fmt.Sprintf("jakiro %s: --mode: %v", c.Command.Name, err), exitError)
 	}
 	rfs := 0
 	if s := c.String("rfs"); s != "auto" {
 		n, err := size(c, "rfs")
 		if err != nil {
-			return nil, nil, nil, cli.Exit(err, exitError)
+			return nil, nil, nil, cli.Exit(fmt.Sprintf("jakiro %s: %v (or auto)", c.Command.Name, err), exitError)
 		}
 		rfs = int(n)
 	}
+	addr := c.String("addr")
+	addrs, err := client.SplitAddrs(addr)
+	if err != nil {
+		return nil, nil, nil, cli.Exit(err, exitError)
+	}
+	for _, a := range addrs {
+		if err := checkAddr(a); err != nil {
+			return nil, nil, nil, cli.Exit(err, exitError)
+		}
+	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
-	cl, err := client.Dial(ctx, c.String("addr"), client.WithMode(mode), client.WithRFS(rfs))
+	cl, err := client.Dial(ctx, addr, client.WithMode(mode), client.WithRFS(rfs))
 	if err != nil {
 		cancel()
+		if len(addrs) == 1 {
+			err = explainDial(addrs[0], c.Duration("timeout"), err)
+		}
 		return nil, nil, nil, cli.Exit(err, exitError)
 	}
 	return cl, ctx, cancel, nil
@@ -56,20 +67,37 @@ func opErr(err error) error {
 	return cli.Exit(err, exitError)
 }
 
+// nArgs checks a command's argument count; usage names the arguments.
+func nArgs(c *cli.Context, lo, hi int, usage string) error {
+	if n := c.NArg(); n < lo || n > hi {
+		return cli.Exit(fmt.Sprintf("usage: jakiro %s %s (see `jakiro %s --help`)", c.Command.Name, usage, c.Command.Name), exitError)
+	}
+	return nil
+}
+
+// clientAction is a command that checks its argument count (lo to hi;
+// usage names the arguments), dials the server from the common flags and
+// runs run within --timeout.
+func clientAction(lo, hi int, usage string, run func(c *cli.Context, ctx context.Context, cl *client.Client) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if err := nArgs(c, lo, hi, usage); err != nil {
+			return err
+		}
+		cl, ctx, cancel, err := dial(c)
+		if err != nil {
+			return err
+		}
+		defer cancel()
+		defer cl.Close()
+		return run(c, ctx, cl)
+	}
+}
+
 func getCommand() *cli.Command {
 	return &cli.Command{
 		Name: "get", Usage: "print a key's value (exit 1 if not found)", ArgsUsage: "KEY",
 		Flags: clientFlags(),
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return cli.Exit("usage: jakiro get KEY", exitError)
-			}
-			cl, ctx, cancel, err := dial(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer cl.Close()
+		Action: clientAction(1, 1, "KEY", func(c *cli.Context, ctx context.Context, cl *client.Client) error {
 			v, err := cl.Get(ctx, []byte(c.Args().First()))
 			if err != nil {
 				return opErr(err)
@@ -79,7 +107,7 @@ func getCommand() *cli.Command {
 				fmt.Println()
 			}
 			return nil
-		},
+		}),
 	}
 }
 
@@ -87,31 +115,22 @@ func putCommand() *cli.Command {
 	return &cli.Command{
 		Name: "put", Usage: "store a value (from the argument, or stdin when omitted)", ArgsUsage: "KEY [VALUE]",
 		Flags: append(clientFlags(), &cli.UintFlag{Name: "ttl", Usage: "expire after this many seconds (0: never)"}),
-		Action: func(c *cli.Context) error {
-			if c.NArg() < 1 || c.NArg() > 2 {
-				return cli.Exit("usage: jakiro put KEY [VALUE]", exitError)
-			}
+		Action: clientAction(1, 2, "KEY [VALUE] (a VALUE starting with \"-\" goes after \"--\")", func(c *cli.Context, ctx context.Context, cl *client.Client) error {
 			var val []byte
 			if c.NArg() == 2 {
 				val = []byte(c.Args().Get(1))
 			} else {
-				b, err := io.ReadAll(io.LimitReader(os.Stdin, rfp.MaxValueLen+1))
+				b, err := io.ReadAll(io.LimitReader(os.Stdin, client.MaxValueLen+1))
 				if err != nil {
 					return cli.Exit(err, exitError)
 				}
 				val = b
 			}
-			cl, ctx, cancel, err := dial(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer cl.Close()
 			if err := cl.Put(ctx, []byte(c.Args().First()), val, uint32(c.Uint("ttl"))); err != nil {
 				return opErr(err)
 			}
 			return nil
-		},
+		}),
 	}
 }
 
@@ -119,45 +138,11 @@ func delCommand() *cli.Command {
 	return &cli.Command{
 		Name: "del", Aliases: []string{"delete"}, Usage: "delete a key (exit 1 if not found)", ArgsUsage: "KEY",
 		Flags: clientFlags(),
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return cli.Exit("usage: jakiro del KEY", exitError)
-			}
-			cl, ctx, cancel, err := dial(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer cl.Close()
+		Action: clientAction(1, 1, "KEY", func(c *cli.Context, ctx context.Context, cl *client.Client) error {
 			if err := cl.Delete(ctx, []byte(c.Args().First())); err != nil {
 				return opErr(err)
 			}
 			return nil
-		},
-	}
-}
-
-func statsCommand() *cli.Command {
-	return &cli.Command{
-		Name: "stats", Usage: "print every partition's statistics (JSON lines)",
-		Flags: clientFlags(),
-		Action: func(c *cli.Context) error {
-			cl, ctx, cancel, err := dial(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			defer cl.Close()
-			st, err := cl.Stats(ctx)
-			if err != nil {
-				return opErr(err)
-			}
-			for _, s := range st {
-				fmt.Println(string(s))
-			}
-			cnt := cl.Counters()
-			fmt.Fprintln(os.Stderr, "client: ops="+strconv.FormatUint(cnt.Ops, 10), "fabric-ops/op="+strconv.FormatFloat(cnt.FabricOpsPerOp(), 'f', 2, 64))
-			return nil
-		},
+		}),
 	}
 }

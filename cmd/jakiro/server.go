@@ -9,6 +9,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/internal/fdlimit"
+	"github.com/jakiro-kv/jakiro/rfp"
 	"github.com/jakiro-kv/jakiro/server"
 )
 
@@ -54,22 +57,50 @@ func serverCommand() *cli.Command {
 		Usage: "run a Jakiro server",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "shm:///tmp/jakiro.sock", Usage: "fabric URL: shm:///path, tcp://host:port or rdma://ip:port", EnvVars: []string{"JAKIRO_LISTEN"}},
-			&cli.IntFlag{Name: "partitions", Value: 2, Usage: "EREW partitions (one goroutine each)", EnvVars: []string{"JAKIRO_PARTITIONS"}},
+			&cli.IntFlag{Name: "partitions", Value: 0, DefaultText: "half the cores, at least 1", Usage: "EREW partitions, one goroutine each (busy-polling a core while it has work); a server with cores to itself: one per core", EnvVars: []string{"JAKIRO_PARTITIONS"}},
+			&cli.IntFlag{Name: "max-clients", Value: server.DefaultMaxClients, Usage: "clients connected at once; more are refused (they get a clear error)", EnvVars: []string{"JAKIRO_MAX_CLIENTS"}},
 			sizeFlag("memory", "1GiB", "memory for items, split among partitions"),
 			sizeFlag("max-value", "64KiB", "largest value; ring slots are sized for it"),
+			sizeFlag("item-size", "48B", "expected key+value bytes per item: sizes the index (~18 B per expected item), the rest of --memory is log"),
 			&cli.IntFlag{Name: "slots", Value: 8, Usage: "request/response slots per client per partition", EnvVars: []string{"JAKIRO_SLOTS"}},
 			&cli.BoolFlag{Name: "store", Usage: "store mode: never evict, PUT fails when full", EnvVars: []string{"JAKIRO_STORE"}},
 			&cli.BoolFlag{Name: "lru", Usage: "re-append hits near the eviction point (approximate LRU)", EnvVars: []string{"JAKIRO_LRU"}},
 			&cli.StringFlag{Name: "idle", Value: "bell", Usage: "idle partitions: bell (block on a doorbell clients ring: ~0 CPU) or poll (every --doze: tighter wake-up, some CPU)", EnvVars: []string{"JAKIRO_IDLE"}},
 			&cli.DurationFlag{Name: "doze", Value: 20 * time.Microsecond, Usage: "idle poll interval (--idle poll, and fabrics without doorbells)", EnvVars: []string{"JAKIRO_DOZE"}},
-			&cli.DurationFlag{Name: "spin", Value: 200 * time.Microsecond, Usage: "busy-poll this long after the last request before dozing", EnvVars: []string{"JAKIRO_SPIN"}},
+			&cli.DurationFlag{Name: "spin", Value: server.DefaultSpinIdle, Usage: "keep polling this long after the last request (yielding the core to other processes past 10µs) before blocking on the doorbell; at least the default, the doorbell contract's minimum", EnvVars: []string{"JAKIRO_SPIN"}},
+			&cli.DurationFlag{Name: "reply-timeout", Value: server.DefaultReplyTimeout, Usage: "disconnect a client whose connection takes no reply WRITE for this long (reply and hybrid modes)", EnvVars: []string{"JAKIRO_REPLY_TIMEOUT"}},
 			&cli.StringFlag{Name: "rdma-dev", Usage: "RDMA device (rdma:// only)", EnvVars: []string{"JAKIRO_RDMA_DEV"}},
 			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464)", EnvVars: []string{"JAKIRO_METRICS"}},
 			&cli.BoolFlag{Name: "pprof", Usage: "also serve Go's profiler at http://ADDR/debug/pprof/ on the --metrics address", EnvVars: []string{"JAKIRO_PPROF"}},
 			&cli.BoolFlag{Name: "quiet", Usage: "no connect/disconnect log", EnvVars: []string{"JAKIRO_QUIET"}},
+			&cli.StringFlag{Name: "auth-token", Usage: "token every client must present (clients: JAKIRO_AUTH_TOKEN); required to listen beyond loopback", EnvVars: []string{rfp.AuthTokenEnv}},
+			&cli.StringFlag{Name: "auth-token-file", Usage: "read --auth-token from this file (keeps it out of ps and the environment)", EnvVars: []string{"JAKIRO_AUTH_TOKEN_FILE"}},
+			&cli.BoolFlag{Name: "insecure", Usage: "serve a non-loopback address without --auth-token (every host that can reach it must be trusted)", EnvVars: []string{"JAKIRO_INSECURE"}},
+			&cli.DurationFlag{Name: "send-timeout", Value: fabric.DefaultSendTimeout, Usage: "disconnect a client that takes none of the server's bytes this long (tcp)", EnvVars: []string{"JAKIRO_SEND_TIMEOUT"}},
 		},
 		Action: runServer,
 	}
+}
+
+// authToken is --auth-token or the content of --auth-token-file (one of
+// them), trailing newline dropped.
+func authToken(c *cli.Context) (string, error) {
+	token, file := c.String("auth-token"), c.String("auth-token-file")
+	if file == "" {
+		return token, nil
+	}
+	if token != "" {
+		return "", errors.New("--auth-token and --auth-token-file both given: use one")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--auth-token-file: %w", err)
+	}
+	token = strings.TrimRight(string(b), "\r\n")
+	if token == "" {
+		return "", fmt.Errorf("--auth-token-file %s is empty", file)
+	}
+	return token, nil
 }
 
 func runServer(c *cli.Context) error {
@@ -81,6 +112,13 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err, exitError)
 	}
+	itemSize, err := size(c, "item-size")
+	if err != nil {
+		return cli.Exit(err, exitError)
+	}
+	if itemSize < 1 || itemSize > 1<<30 {
+		return cli.Exit(fmt.Errorf("--item-size %s: want 1B..1GiB", c.String("item-size")), exitError)
+	}
 	idle := c.String("idle")
 	if idle != "bell" && idle != "poll" {
 		return cli.Exit(fmt.Errorf("--idle %q: want bell or poll", idle), exitError)
@@ -88,19 +126,38 @@ func runServer(c *cli.Context) error {
 	if c.Bool("pprof") && c.String("metrics") == "" {
 		return cli.Exit(errors.New("--pprof needs --metrics ADDR to serve on"), exitError)
 	}
+	token, err := authToken(c)
+	if err != nil {
+		return cli.Exit(err, exitError)
+	}
 	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
 	cfg := server.Config{
 		Listen: c.String("listen"), Partitions: c.Int("partitions"), Memory: mem, MaxValue: int(maxValue),
-		Slots: c.Int("slots"), Store: c.Bool("store"), ApproxLRU: c.Bool("lru"),
+		Slots: c.Int("slots"), MaxClients: c.Int("max-clients"), ReplyTimeout: c.Duration("reply-timeout"),
+		Store: c.Bool("store"), ApproxLRU: c.Bool("lru"), ItemSize: int(itemSize),
 		DozeSleep: c.Duration("doze"), SpinIdle: c.Duration("spin"), IdlePoll: idle == "poll",
-		Fabric: fabric.Options{Device: c.String("rdma-dev")},
+		Fabric:    fabric.Options{Device: c.String("rdma-dev"), SendTimeout: c.Duration("send-timeout")},
+		AuthToken: token, Insecure: c.Bool("insecure"),
 	}
 	if !c.Bool("quiet") {
 		cfg.Logf = logger.Printf
 	}
+	if c.Int("partitions") < 0 || c.Int("max-clients") < 1 {
+		return cli.Exit(errors.New("--partitions must be >= 0 (0: the default) and --max-clients >= 1"), exitError)
+	}
+	// A shm client costs two descriptors (socket, memfd), a tcp one one.
+	if n, err := fdlimit.Raise(uint64(2*cfg.MaxClients + 256)); err != nil || n < uint64(2*cfg.MaxClients+256) {
+		logger.Printf("jakiro: open-file limit %d is low for --max-clients %d (%v): raise ulimit -n", n, cfg.MaxClients, err)
+	}
+	if err := checkAddr(cfg.Listen); err != nil {
+		return cli.Exit(err, exitError)
+	}
+	if path := staleSocket(cfg.Listen); path != "" {
+		logger.Printf("jakiro: removing %s: a socket no server listens on (left by one that stopped)", path)
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
-		return cli.Exit(err, exitError)
+		return cli.Exit(explainListen(cfg.Listen, err), exitError)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -124,7 +181,9 @@ func runServer(c *cli.Context) error {
 		defer hs.Close()
 		logger.Printf("jakiro: metrics on http://%s/metrics", addr)
 	}
-	logger.Printf("jakiro: serving on %s (%d partitions, %s memory)", srv.Addr(), cfg.Partitions, c.String("memory"))
+	idx, lg, _ := cfg.MemorySplit()
+	logger.Printf("jakiro: serving on %s (%d partitions, %s memory: index %s for %s items, log %s; at most %d clients)", srv.Addr(), srv.Partitions(),
+		c.String("memory"), server.FormatSize(idx), c.String("item-size"), server.FormatSize(lg), cfg.MaxClients)
 	err = srv.Serve(ctx)
 	srv.Close()
 	logger.Printf("jakiro: stopped")

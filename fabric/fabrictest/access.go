@@ -13,7 +13,7 @@ import (
 func testRemoteAccess(t *testing.T, newAddr func(*testing.T) string) {
 	const size = 4096
 	ln := listen(t, newAddr, fabric.Options{})
-	bad := func(t *testing.T, p *pair, op fabric.Op) {
+	bad := func(t *testing.T, p *Pair, op fabric.Op) {
 		t.Helper()
 		w := pattern(op.ID, op.Len)
 		copy(p.DReg.Bytes()[op.LocalOff:], w)

@@ -45,7 +45,7 @@ func testConcurrent(t *testing.T, newAddr func(*testing.T) string) {
 				accErr <- fmt.Errorf("dial data of %d bytes", len(pd))
 				return
 			}
-			c, r, err := grant(ctx, s, size, nil, nil)
+			c, r, err := Grant(ctx, s, size, nil, nil)
 			if err != nil {
 				accErr <- err
 				return
@@ -91,7 +91,7 @@ func testConcurrent(t *testing.T, newAddr func(*testing.T) string) {
 	seen := map[int]bool{}
 	deadline := time.Now().Add(caseTimeout)
 	for g := range acc {
-		defer g.c.Close()
+		t.Cleanup(func() { g.c.Close() })
 		if g.idx < 0 || g.idx >= conns || seen[g.idx] {
 			t.Fatalf("bad or duplicate dialer index %d", g.idx)
 		}
@@ -111,7 +111,7 @@ func worker(ctx context.Context, addr string, idx, size, rounds int) (fabric.Con
 	if err != nil {
 		return nil, err
 	}
-	c, local, err := grant(ctx, s, 2*size, nil, binary.LittleEndian.AppendUint32(nil, uint32(idx)))
+	c, local, err := Grant(ctx, s, 2*size, nil, binary.LittleEndian.AppendUint32(nil, uint32(idx)))
 	if err != nil {
 		return nil, err
 	}

@@ -87,14 +87,15 @@ func testCrossProcess(t *testing.T, newAddr func(*testing.T) string) {
 			t.Fatal(err)
 		}
 		if err := execOK(c, read(local, 0, cd, 0, xpBlock, 1)); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v (conn: %v)\n%v", err, c.Err(), rw.wait(caseTimeout))
 		}
 		if err := equal("parent READ of the child's region", local.Bytes(), pattern(seedChildR, xpBlock)); err != nil {
 			t.Fatal(err)
 		}
 		copy(local.Bytes(), parentOK)
 		if err := execOK(c, write(local, 0, cd, xpMarkerOff, len(parentOK), 2)); err != nil {
-			t.Fatal(err)
+			// The child's side of the story: did it end, and why?
+			t.Fatalf("%v (conn: %v)\n%v", err, c.Err(), rw.wait(caseTimeout))
 		}
 		if err := rw.wait(caseTimeout); err != nil {
 			t.Fatal(err)
@@ -212,7 +213,7 @@ func acceptChild(ctx context.Context, ln fabric.Listener, ch *child, fill func([
 	defer cancel()
 	rc := make(chan res, 1)
 	go func() {
-		c, r, d, err := acceptGrant(ctx, ln, xpSize, fill)
+		c, r, d, err := AcceptGrant(ctx, ln, xpSize, fill)
 		rc <- res{c, r, d, err}
 	}()
 	select {
@@ -256,7 +257,7 @@ func childDial(ctx context.Context, addr string, fill func([]byte)) (fabric.Conn
 	if err != nil {
 		return nil, nil, fabric.Desc{}, err
 	}
-	c, r, err := grant(ctx, s, xpSize, fill, nil)
+	c, r, err := Grant(ctx, s, xpSize, fill, nil)
 	if err != nil {
 		return nil, nil, fabric.Desc{}, err
 	}

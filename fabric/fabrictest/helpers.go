@@ -37,7 +37,8 @@ func listen(t *testing.T, newAddr func(*testing.T) string, o fabric.Options) fab
 
 // pair is one established connection seen from both ends, each end having
 // granted the other one region.
-type pair struct {
+// Pair is one connection seen from both ends.
+type Pair struct {
 	D, A       fabric.Conn    // dialer's and acceptor's ends
 	DReg, AReg *fabric.Region // the regions each end granted
 	ToA, ToD   fabric.Desc    // what D uses to reach AReg, A to reach DReg
@@ -45,9 +46,9 @@ type pair struct {
 
 // connect establishes a pair: the dialer sends its region's Desc as dial
 // data and the acceptor answers with its own.
-func connect(t *testing.T, ln fabric.Listener, o fabric.Options, dsize, asize int) *pair {
+func connect(t *testing.T, ln fabric.Listener, o fabric.Options, dsize, asize int) *Pair {
 	t.Helper()
-	p, err := connectErr(ctxFor(t), ln, o, dsize, asize, nil)
+	p, err := Connect(ctxFor(t), ln, o, dsize, asize, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,9 @@ func connect(t *testing.T, ln fabric.Listener, o fabric.Options, dsize, asize in
 	return p
 }
 
-func connectErr(ctx context.Context, ln fabric.Listener, o fabric.Options, dsize, asize int, extra []byte) (*pair, error) {
+// Connect is connect without a testing.T, for child processes and
+// benchmarks: extra follows the dialer's Desc in its dial data.
+func Connect(ctx context.Context, ln fabric.Listener, o fabric.Options, dsize, asize int, extra []byte) (*Pair, error) {
 	type res struct {
 		c   fabric.Conn
 		r   *fabric.Region
@@ -64,14 +67,14 @@ func connectErr(ctx context.Context, ln fabric.Listener, o fabric.Options, dsize
 	}
 	ach := make(chan res, 1)
 	go func() {
-		a, r, d, err := acceptGrant(ctx, ln, asize, nil)
+		a, r, d, err := AcceptGrant(ctx, ln, asize, nil)
 		ach <- res{a, r, d, err}
 	}()
 	s, err := fabric.Dial(ctx, ln.Addr(), o)
 	if err != nil {
-		return nil, fmt.Errorf("Dial: %w", err)
+		return nil, fmt.Errorf("dial: %w", err)
 	}
-	d, dreg, err := grant(ctx, s, dsize, nil, extra)
+	d, dreg, err := Grant(ctx, s, dsize, nil, extra)
 	if err != nil {
 		return nil, fmt.Errorf("dialer %w", err)
 	}
@@ -86,13 +89,13 @@ func connectErr(ctx context.Context, ln fabric.Listener, o fabric.Options, dsize
 		ar.c.Close()
 		return nil, fmt.Errorf("dialer: accept data: %w", err)
 	}
-	return &pair{D: d, A: ar.c, DReg: dreg, AReg: ar.r, ToA: toA, ToD: ar.d}, nil
+	return &Pair{D: d, A: ar.c, DReg: dreg, AReg: ar.r, ToA: toA, ToD: ar.d}, nil
 }
 
-// grant allocates a region of size bytes on s (passed to fill first, if
+// Grant allocates a region of size bytes on s (passed to fill first, if
 // not nil), sends its Desc followed by extra as private data, and
 // establishes the connection. On error s is closed.
-func grant(ctx context.Context, s fabric.Setup, size int, fill func([]byte), extra []byte) (fabric.Conn, *fabric.Region, error) {
+func Grant(ctx context.Context, s fabric.Setup, size int, fill func([]byte), extra []byte) (fabric.Conn, *fabric.Region, error) {
 	r, err := s.Alloc(size)
 	if err != nil {
 		s.Close()
@@ -106,25 +109,25 @@ func grant(ctx context.Context, s fabric.Setup, size int, fill func([]byte), ext
 	c, err := s.Establish(ctx, append(data, extra...))
 	if err != nil {
 		s.Close()
-		return nil, nil, fmt.Errorf("Establish: %w", err)
+		return nil, nil, fmt.Errorf("establish: %w", err)
 	}
 	return c, r, nil
 }
 
-// acceptGrant accepts one connection, grants it a region of size bytes
+// AcceptGrant accepts one connection, grants it a region of size bytes
 // (passed to fill, if not nil, before the grant) and returns the
 // connection, the region and the dialer's Desc.
-func acceptGrant(ctx context.Context, ln fabric.Listener, size int, fill func([]byte)) (fabric.Conn, *fabric.Region, fabric.Desc, error) {
+func AcceptGrant(ctx context.Context, ln fabric.Listener, size int, fill func([]byte)) (fabric.Conn, *fabric.Region, fabric.Desc, error) {
 	s, err := ln.Accept(ctx)
 	if err != nil {
-		return nil, nil, fabric.Desc{}, fmt.Errorf("Accept: %w", err)
+		return nil, nil, fabric.Desc{}, fmt.Errorf("accept: %w", err)
 	}
 	peer, err := fabric.ParseDesc(s.PeerData())
 	if err != nil {
 		s.Close()
 		return nil, nil, fabric.Desc{}, fmt.Errorf("acceptor: dial data: %w", err)
 	}
-	c, r, err := grant(ctx, s, size, fill, nil)
+	c, r, err := Grant(ctx, s, size, fill, nil)
 	if err != nil {
 		return nil, nil, fabric.Desc{}, fmt.Errorf("acceptor %w", err)
 	}
@@ -135,7 +138,7 @@ func acceptGrant(ctx context.Context, ln fabric.Listener, size int, fill func([]
 // caseTimeout. It does not judge the completions.
 func do(c fabric.Conn, ops ...fabric.Op) ([]fabric.Completion, error) {
 	if err := c.Post(ops); err != nil {
-		return nil, fmt.Errorf("Post: %w", err)
+		return nil, fmt.Errorf("post: %w", err)
 	}
 	return reap(c, len(ops))
 }
@@ -147,7 +150,7 @@ func reap(c fabric.Conn, n int) ([]fabric.Completion, error) {
 	for spins := 0; got < n; spins++ {
 		k, err := c.Poll(cs[got:])
 		if err != nil {
-			return nil, fmt.Errorf("Poll after %d of %d completions: %w", got, n, err)
+			return nil, fmt.Errorf("poll after %d of %d completions: %w", got, n, err)
 		}
 		got += k
 		if k == 0 && spins&1023 == 1023 {
@@ -262,6 +265,6 @@ func waitDone(c fabric.Conn, limit time.Duration) (time.Duration, error) {
 	case <-c.Done():
 		return time.Since(start), nil
 	case <-time.After(limit):
-		return limit, fmt.Errorf("Done not closed within %v of the peer going", limit)
+		return limit, fmt.Errorf("conn.Done not closed within %v of the peer going", limit)
 	}
 }

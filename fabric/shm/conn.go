@@ -1,7 +1,6 @@
 package shm
 
 import (
-	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -9,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
 )
 
 // conn is an established shm connection. Post does the copies itself, so
@@ -51,13 +51,12 @@ type completion struct {
 	bad  bool // ErrRemoteAccess, the only error an op can complete with
 }
 
-var errBadKind = errors.New("shm: op kind is neither READ nor WRITE")
-
 func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Options, bells []int) *conn {
 	n := 1
 	for n < o.QueueDepth {
 		n <<= 1
 	}
+	d.handOff()
 	c := &conn{
 		d:        d,
 		peer:     peer,
@@ -119,21 +118,11 @@ func (c *conn) Post(ops []fabric.Op) error {
 	var owned *fabric.Region
 	for i := range ops {
 		op := &ops[i]
-		if op.Kind != fabric.OpRead && op.Kind != fabric.OpWrite {
-			return errBadKind
+		own := op.Local != nil && (op.Local == owned || c.d.owns(op.Local))
+		if err := fabric.CheckOp(i, op, own); err != nil {
+			return err
 		}
-		if op.Local == nil {
-			return fabric.ErrLocalAccess
-		}
-		if op.Local != owned {
-			if !c.d.owns(op.Local) {
-				return fabric.ErrLocalAccess
-			}
-			owned = op.Local
-		}
-		if op.LocalOff < 0 || op.Len < 0 || op.LocalOff > op.Local.Len()-op.Len {
-			return fabric.ErrLocalAccess
-		}
+		owned = op.Local
 	}
 	for i := range ops {
 		op := &ops[i]
@@ -214,5 +203,5 @@ func (c *conn) RingBell(i int) error {
 	if i < 0 || i >= len(c.bells) {
 		return nil
 	}
-	return fabric.RingEventFD(c.bells[i])
+	return eventbell.RingFD(c.bells[i])
 }

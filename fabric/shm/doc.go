@@ -13,7 +13,9 @@
 // peer. The handshake passes the two memfds over the unix socket
 // (SOCK_SEQPACKET, SCM_RIGHTS) along with the private data; each side maps
 // the other's. A peer therefore can map nothing but what was allocated for
-// it: regions of other connections live in other memfds.
+// it: regions of other connections live in other memfds. An acceptor maps
+// a dialer's domain only up to MaxDialerDomain (1 GiB, the default
+// DomainSize), so many dialers cannot exhaust its address space.
 //
 // # One-sided operations
 //

@@ -15,7 +15,8 @@ import (
 // table page(s) followed by the region area.
 type domain struct {
 	id   uint64 // process-unique; in the upper half of region handles
-	fd   int
+	fd   int    // the memfd until the peer has it (handOff), then -1
+	ino  uint64 // the memfd's inode, to find its mappings
 	mem  []byte // whole mapping: table + region area
 	size int64  // region area bytes (Options.DomainSize)
 
@@ -64,9 +65,16 @@ func newDomain(size int64) (*domain, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("shm: mmap domain: %w", err)
 	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Munmap(mem)
+		unix.Close(fd)
+		return nil, fmt.Errorf("shm: fstat memfd: %w", err)
+	}
 	d := &domain{
 		id:   domainIDs.Add(1),
 		fd:   fd,
+		ino:  st.Ino,
 		mem:  mem,
 		size: size,
 		free: []extent{{off: tableSize, len: uint64(size)}},
@@ -147,7 +155,8 @@ func (d *domain) release(slot int, key uint32, e extent) error {
 	}
 	unpublish(d.mem, slot)
 	d.keys[slot].Store(0)
-	if err := unix.Fallocate(d.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(e.off), int64(e.len)); err != nil {
+	// Punch a hole through the mapping (the memfd itself may be closed).
+	if err := unix.Madvise(d.mem[e.off:e.off+e.len], unix.MADV_REMOVE); err != nil {
 		clear(d.mem[e.off : e.off+e.len])
 	}
 	// Insert sorted, coalescing with neighbours.
@@ -190,8 +199,23 @@ func (d *domain) close() error {
 	}
 	err := unix.Munmap(d.mem)
 	d.mem = nil
-	if cerr := unix.Close(d.fd); err == nil {
-		err = cerr
+	if d.fd >= 0 {
+		if cerr := unix.Close(d.fd); err == nil {
+			err = cerr
+		}
+		d.fd = -1
 	}
 	return err
+}
+
+// handOff closes the memfd once the peer holds it: the mapping keeps the
+// file alive, and a connection then costs one descriptor (its socket),
+// not two — 10,000 clients fit the usual 20,000-file limit.
+func (d *domain) handOff() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fd >= 0 {
+		unix.Close(d.fd)
+		d.fd = -1
+	}
 }

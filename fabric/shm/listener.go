@@ -12,34 +12,29 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/internal/acceptq"
+	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
 )
 
-// maxWaiting bounds setups (each holding two mapped domains) that
-// completed their hello but were not accepted yet; beyond it dialers are
-// rejected rather than piling up.
-const maxWaiting = 128
+// Handshake bounds. Only users the socket file's mode lets in can
+// connect, so these only hold up a local flood; a pending hello holds a
+// socket, a handshaken setup also two mapped domains.
+const (
+	maxPending       = 256 // hellos being read at once
+	maxReady         = 128 // setups waiting for Accept
+	handshakeTimeout = 5 * time.Second
+)
 
-// handshakeTimeout bounds how long an accepted socket may take to send
-// its hello; a silent dialer cannot pin resources forever.
-const handshakeTimeout = 30 * time.Second
-
+// listener hands the sockets it accepts to an acceptq.Queue, which runs
+// each hello in its own goroutine under a timeout; only good hellos reach
+// Accept.
 type listener struct {
 	path  string
 	addr  string
 	opts  fabric.Options
-	ln    *net.UnixListener
-	bells *fabric.EventBells // nil without Options.Doorbells
-
-	ctx     context.Context // canceled by Close
-	cancel  context.CancelFunc
-	pending chan *setup
-	waiting chan struct{} // a token per handshaken setup not yet accepted
-	wg      sync.WaitGroup
-
-	errMu   sync.Mutex
-	loopErr error // why the accept loop died, if not Close
-
-	closeOnce sync.Once
+	q     *acceptq.Queue[*setup]
+	bells *eventbell.Set // nil without Options.Doorbells
+	once  sync.Once
 }
 
 // listen binds a SOCK_SEQPACKET unix socket at path with the given file
@@ -81,31 +76,25 @@ func listen(path string, mode os.FileMode, o fabric.Options) (*listener, error) 
 		os.Remove(path)
 		return nil, fmt.Errorf("shm: listener %s is a %T", path, nl)
 	}
-	var bells *fabric.EventBells
+	var bells *eventbell.Set
 	if o.Doorbells > 0 {
-		if o.Doorbells > fabric.MaxDoorbells {
+		if o.Doorbells > min(fabric.MaxDoorbells, maxBells) {
 			ul.Close()
-			return nil, fmt.Errorf("shm: %d doorbells, at most %d", o.Doorbells, fabric.MaxDoorbells)
+			return nil, fmt.Errorf("shm: %d doorbells, at most %d (one fd message carries them)", o.Doorbells, min(fabric.MaxDoorbells, maxBells))
 		}
-		if bells, err = fabric.NewEventBells(o.Doorbells); err != nil {
+		if bells, err = eventbell.New(o.Doorbells); err != nil {
 			ul.Close()
 			return nil, err
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &listener{
-		bells:   bells,
-		path:    path,
-		addr:    "shm://" + path,
-		opts:    o,
-		ln:      ul,
-		ctx:     ctx,
-		cancel:  cancel,
-		pending: make(chan *setup, 16),
-		waiting: make(chan struct{}, maxWaiting),
-	}
-	l.wg.Add(1)
-	go l.acceptLoop()
+	l := &listener{bells: bells, path: path, addr: "shm://" + path, opts: o}
+	l.q = acceptq.New(ul, acceptq.Config{
+		Prefix:     "shm",
+		MaxPending: maxPending,
+		MaxReady:   maxReady,
+		Timeout:    handshakeTimeout,
+		Logf:       o.Logf,
+	}, l.hello, func(s *setup) { _ = s.Close() })
 	return l, nil
 }
 
@@ -126,91 +115,41 @@ func removeStale(path string) bool {
 	return os.Remove(path) == nil
 }
 
-func (l *listener) acceptLoop() {
-	defer l.wg.Done()
-	for {
-		c, err := l.ln.AcceptUnix()
-		if err != nil {
-			if l.ctx.Err() != nil {
-				return
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) || errors.Is(err, unix.ECONNABORTED) {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			l.errMu.Lock()
-			l.loopErr = err
-			l.errMu.Unlock()
-			l.cancel()
-			return
-		}
-		l.wg.Add(1)
-		go l.handshake(c)
-	}
-}
-
-// handshake takes a dialer's hello and queues its Setup for Accept.
-func (l *listener) handshake(c *net.UnixConn) {
-	defer l.wg.Done()
-	c.SetDeadline(time.Now().Add(handshakeTimeout))
-	stop := context.AfterFunc(l.ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+// hello takes a dialer's hello, maps its domain and creates the
+// acceptor's, under the queue's deadline. A dialer turned away for want of
+// memory is told so (ErrRejected) rather than left to guess from EOF.
+func (l *listener) hello(_ context.Context, nc net.Conn) (*setup, error) {
+	c := nc.(*net.UnixConn)
 	m, err := recvMsg(c)
-	if err != nil || m.typ != msgHello {
+	if err != nil {
+		return nil, err
+	}
+	if m.typ != msgHello {
 		if m.fd >= 0 {
 			unix.Close(m.fd)
 		}
-		c.Close()
-		return
+		return nil, fmt.Errorf("shm: message %d where a hello belongs", m.typ)
 	}
-	select {
-	case l.waiting <- struct{}{}:
-	default:
-		unix.Close(m.fd)
-		sendMsg(c, msgReject, nil, -1)
-		c.Close()
-		return
-	}
-	peer, err := mapPeer(m.fd)
+	peer, err := mapPeer(m.fd, MaxDialerDomain)
 	if err != nil {
-		<-l.waiting
 		sendMsg(c, msgReject, nil, -1)
-		c.Close()
-		return
+		return nil, err
 	}
 	d, err := newDomain(l.opts.DomainSize)
 	if err != nil {
-		<-l.waiting
 		unix.Munmap(peer)
 		sendMsg(c, msgReject, nil, -1)
-		c.Close()
-		return
+		return nil, err
 	}
-	s := &setup{d: d, sock: c, opts: l.opts, acceptor: true, peerData: m.data, peer: peer, bells: l.bells.FDs()}
-	select {
-	case l.pending <- s:
-	case <-l.ctx.Done():
-		<-l.waiting
-		s.Close()
-	}
+	return &setup{d: d, sock: c, opts: l.opts, acceptor: true, peerData: m.data, peer: peer, bells: l.bells.FDs()}, nil
 }
 
 func (l *listener) Accept(ctx context.Context) (fabric.Setup, error) {
-	select {
-	case s := <-l.pending:
-		<-l.waiting
-		return s, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-l.ctx.Done():
+	s, err := l.q.Accept(ctx)
+	if err != nil {
+		return nil, err
 	}
-	l.errMu.Lock()
-	defer l.errMu.Unlock()
-	if l.loopErr != nil {
-		return nil, fmt.Errorf("shm: accept: %w", l.loopErr)
-	}
-	return nil, fabric.ErrClosed
+	return s, nil
 }
 
 func (l *listener) Addr() string { return l.addr }
@@ -218,20 +157,8 @@ func (l *listener) Addr() string { return l.addr }
 // Close stops accepting, rejects setups nobody accepted and removes the
 // socket file. Established connections are not affected.
 func (l *listener) Close() error {
-	l.closeOnce.Do(func() {
-		l.cancel()
-		l.ln.Close()
-		l.wg.Wait()
-		for {
-			select {
-			case s := <-l.pending:
-				<-l.waiting
-				s.Close()
-				continue
-			default:
-			}
-			break
-		}
+	l.once.Do(func() {
+		_ = l.q.Close()
 		os.Remove(l.path)
 		l.bells.Close()
 	})
@@ -245,6 +172,9 @@ func (l *listener) WaitBell(i int, d time.Duration) (bool, error) {
 	}
 	return l.bells.WaitBell(i, d)
 }
+
+// BellRings implements fabric.RingCounter.
+func (l *listener) BellRings(i int) uint64 { return l.bells.BellRings(i) }
 
 // RingBell implements fabric.Doorbells.
 func (l *listener) RingBell(i int) error { return l.bells.RingBell(i) }

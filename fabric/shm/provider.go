@@ -55,6 +55,9 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 	if err != nil {
 		return nil, err
 	}
+	if o.DomainSize > MaxDialerDomain {
+		return nil, fmt.Errorf("shm: dial %s: domain size %d over the %d an acceptor maps", path, o.DomainSize, MaxDialerDomain)
+	}
 	var nd net.Dialer
 	c, err := nd.DialContext(ctx, "unixpacket", path)
 	// A unix socket's connect fails with EAGAIN while the listener's

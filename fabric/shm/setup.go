@@ -91,7 +91,7 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		s.abort()
 		return nil, fmt.Errorf("%w: unexpected message type %d", errProtocol, m.typ)
 	}
-	peer, err := mapPeer(m.fd)
+	peer, err := mapPeer(m.fd, maxDomainSize)
 	if err != nil {
 		closeFDs(m.bells)
 		s.abort()

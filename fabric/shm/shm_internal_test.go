@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
 )
 
 func tempSock(t *testing.T) string {
@@ -95,12 +96,18 @@ func TestStaleSocket(t *testing.T) {
 // fakeDomain is a memfd laid out like a domain, with the given seals.
 func fakeDomain(t *testing.T, seals int) int {
 	t.Helper()
+	return fakeDomainSized(t, seals, pageSize)
+}
+
+// fakeDomainSized is fakeDomain with a region area of size bytes (sparse).
+func fakeDomainSized(t *testing.T, seals int, size int64) int {
+	t.Helper()
 	fd, err := unix.MemfdCreate("fake", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(fd) })
-	if err := unix.Ftruncate(fd, tableSize+pageSize); err != nil {
+	if err := unix.Ftruncate(fd, tableSize+size); err != nil {
 		t.Fatal(err)
 	}
 	mem, err := unix.Mmap(fd, 0, tableSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
@@ -142,7 +149,7 @@ func TestSealsVerified(t *testing.T) {
 
 	// mapPeer refuses anything less than the required seals.
 	for _, s := range []int{0, unix.F_SEAL_GROW | unix.F_SEAL_SEAL, unix.F_SEAL_SHRINK | unix.F_SEAL_GROW} {
-		if mem, err := mapPeer(dup(t, fakeDomain(t, s))); !errors.Is(err, errProtocol) {
+		if mem, err := mapPeer(dup(t, fakeDomain(t, s)), MaxDialerDomain); !errors.Is(err, errProtocol) {
 			if err == nil {
 				unix.Munmap(mem)
 			}
@@ -154,14 +161,14 @@ func TestSealsVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Truncate(tableSize + pageSize)
-	if mem, err := mapPeer(dup(t, int(f.Fd()))); !errors.Is(err, errProtocol) {
+	if mem, err := mapPeer(dup(t, int(f.Fd())), MaxDialerDomain); !errors.Is(err, errProtocol) {
 		if err == nil {
 			unix.Munmap(mem)
 		}
 		t.Errorf("mapPeer of a plain file: %v, want a protocol error", err)
 	}
 	f.Close()
-	mem, err := mapPeer(dup(t, fakeDomain(t, requiredSeals)))
+	mem, err := mapPeer(dup(t, fakeDomain(t, requiredSeals)), MaxDialerDomain)
 	if err != nil {
 		t.Fatalf("mapPeer of a properly sealed domain: %v", err)
 	}
@@ -169,22 +176,10 @@ func TestSealsVerified(t *testing.T) {
 
 	// End to end: a dialer sending an unsealed memfd is refused and never
 	// reaches Accept.
-	path := tempSock(t)
-	ln, err := fabric.Listen("shm://"+path, fabric.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("unixpacket", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := sendMsg(c.(*net.UnixConn), msgHello, nil, fakeDomain(t, 0)); err != nil {
-		t.Fatal(err)
-	}
+	path, ln := listenT(t)
+	c := helloT(t, path, fakeDomain(t, 0))
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	if m, err := recvMsg(c.(*net.UnixConn)); err == nil && m.typ != msgReject {
+	if m, err := recvMsg(c); err == nil && m.typ != msgReject {
 		t.Fatalf("unsealed hello answered with message type %d", m.typ)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -385,11 +380,10 @@ func countMaps(t *testing.T, ino uint64) int {
 }
 
 func domainInode(t *testing.T, c fabric.Conn) uint64 {
-	var st unix.Stat_t
-	if err := unix.Fstat(c.(*conn).d.fd, &st); err != nil {
-		t.Fatal(err)
+	if c.(*conn).d.fd >= 0 {
+		t.Fatal("an established connection still holds its domain's memfd")
 	}
-	return st.Ino
+	return c.(*conn).d.ino
 }
 
 // TestCloseUnmaps checks Close (and a rejected Setup) releases every
@@ -460,36 +454,20 @@ func TestCloseUnmaps(t *testing.T) {
 
 // TestPostPollAllocs: the hot path allocates nothing.
 func TestPostPollAllocs(t *testing.T) {
-	path := tempSock(t)
-	ln, err := fabric.Listen("shm://"+path, fabric.Options{})
+	ln, err := fabric.Listen("shm://"+tempSock(t), fabric.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ach := make(chan fabric.Conn, 1)
-	go func() {
-		s, _ := ln.Accept(ctx)
-		r, _ := s.Alloc(4096)
-		var b [fabric.DescSize]byte
-		r.Desc().Put(b[:])
-		c, _ := s.Establish(ctx, b[:])
-		ach <- c
-	}()
-	s, err := fabric.Dial(ctx, "shm://"+path, fabric.Options{})
+	p, err := fabrictest.Connect(ctx, ln, fabric.Options{}, 4096, 4096, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, _ := s.Alloc(4096)
-	c, err := s.Establish(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	a := <-ach
-	defer a.Close()
-	remote, _ := fabric.ParseDesc(c.PeerData())
+	defer p.D.Close()
+	defer p.A.Close()
+	c, local, remote := p.D, p.DReg, p.ToA
 	ops := []fabric.Op{
 		{Kind: fabric.OpWrite, ID: 1, Local: local, Len: 32, Remote: remote},
 		{Kind: fabric.OpRead, ID: 2, Local: local, LocalOff: 64, Len: 32, Remote: remote},
@@ -512,8 +490,9 @@ func TestPostPollAllocs(t *testing.T) {
 	}
 }
 
-// TestWaitingBound: dialers beyond maxWaiting unaccepted setups are
-// rejected at once instead of piling up; the others are still served.
+// TestWaitingBound: dialers beyond maxReady unaccepted setups are
+// rejected once the handshake bound passes instead of piling up; the
+// others are still served.
 func TestWaitingBound(t *testing.T) {
 	o := fabric.Options{DomainSize: 64 << 10}
 	ln, err := fabric.Listen("shm://"+tempSock(t), o)
@@ -528,8 +507,8 @@ func TestWaitingBound(t *testing.T) {
 		c   fabric.Conn
 		err error
 	}
-	results := make(chan res, maxWaiting+extra)
-	for i := 0; i < maxWaiting+extra; i++ {
+	results := make(chan res, maxReady+extra)
+	for i := 0; i < maxReady+extra; i++ {
 		go func() {
 			s, err := fabric.Dial(ctx, ln.Addr(), o)
 			if err != nil {
@@ -552,7 +531,7 @@ func TestWaitingBound(t *testing.T) {
 			t.Fatalf("early result %d: %v, want ErrRejected", i, r.err)
 		}
 	}
-	for i := 0; i < maxWaiting; i++ {
+	for i := 0; i < maxReady; i++ {
 		s, err := ln.Accept(ctx)
 		if err != nil {
 			t.Fatalf("Accept %d: %v", i, err)
@@ -563,11 +542,77 @@ func TestWaitingBound(t *testing.T) {
 		}
 		defer c.Close()
 	}
-	for i := 0; i < maxWaiting; i++ {
+	for i := 0; i < maxReady; i++ {
 		r := <-results
 		if r.err != nil {
 			t.Fatalf("dialer: %v", r.err)
 		}
 		r.c.Close()
 	}
+}
+
+// TestOversizedPeerDomain: a dialer offering a domain larger than
+// MaxDialerDomain (sparse, properly sealed: 16 TiB used to be mapped) is
+// refused before the acceptor maps it, and the listener keeps serving.
+func TestOversizedPeerDomain(t *testing.T) {
+	huge := fakeDomainSized(t, requiredSeals, 2*MaxDialerDomain)
+	if mem, err := mapPeer(dup(t, huge), MaxDialerDomain); !errors.Is(err, errProtocol) {
+		if err == nil {
+			unix.Munmap(mem)
+		}
+		t.Fatalf("mapPeer of a %d-byte domain: %v, want a protocol error", 2*MaxDialerDomain, err)
+	}
+	path, ln := listenT(t)
+	c := helloT(t, path, huge)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	m, err := recvMsg(c)
+	if err == nil && m.typ != msgReject {
+		t.Fatalf("oversized hello answered with message type %d, want a reject", m.typ)
+	}
+	// An honest dialer still gets in.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		if s, err := fabric.Dial(ctx, "shm://"+path, fabric.Options{}); err == nil {
+			if conn, err := s.Establish(ctx, nil); err == nil {
+				<-ctx.Done()
+				conn.Close()
+			}
+		}
+	}()
+	s, err := ln.Accept(ctx)
+	if err != nil {
+		t.Fatalf("honest dialer after an oversized one: %v", err)
+	}
+	s.Close()
+	// A dialer asking for such a domain is told so at Dial.
+	if _, err := fabric.Dial(ctx, "shm://"+path, fabric.Options{DomainSize: 2 * MaxDialerDomain}); err == nil {
+		t.Fatal("Dial with a domain over MaxDialerDomain succeeded")
+	}
+}
+
+// listenT listens on a fresh socket until the test ends.
+func listenT(t *testing.T) (string, fabric.Listener) {
+	t.Helper()
+	path := tempSock(t)
+	ln, err := fabric.Listen("shm://"+path, fabric.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return path, ln
+}
+
+// helloT connects to path by hand and sends a hello carrying fd.
+func helloT(t *testing.T, path string, fd int) *net.UnixConn {
+	t.Helper()
+	c, err := net.Dial("unixpacket", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := sendMsg(c.(*net.UnixConn), msgHello, nil, fd); err != nil {
+		t.Fatal(err)
+	}
+	return c.(*net.UnixConn)
 }

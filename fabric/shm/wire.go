@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
 )
 
 // Handshake messages, one SOCK_SEQPACKET datagram each:
@@ -28,6 +29,12 @@ const (
 	msgReject = 3
 
 	maxMsg = wireHdr + fabric.MaxAcceptData
+
+	// scmMaxFD is the most fds Linux passes in one SCM_RIGHTS message
+	// (SCM_MAX_FD); accept carries the domain memfd and the bells, so a
+	// listener offers at most maxBells.
+	scmMaxFD = 253
+	maxBells = scmMaxFD - 1
 )
 
 type message struct {
@@ -113,7 +120,7 @@ func recvMsg(c *net.UnixConn) (message, error) {
 	}
 	for _, bell := range fds[min(1, len(fds)):] {
 		// We will write to these: they must be eventfds, nothing else.
-		if !fabric.IsEventFD(bell) {
+		if !eventbell.IsFD(bell) {
 			return fail("doorbell fd is not an eventfd")
 		}
 	}
@@ -151,9 +158,14 @@ func parseFDs(oob []byte) ([]int, error) {
 	return fds, nil
 }
 
-// mapPeer verifies a received domain memfd and maps it. It always closes
-// fd: the mapping keeps the file alive.
-func mapPeer(fd int) ([]byte, error) {
+// MaxDialerDomain bounds the domain (Options.DomainSize, default 1 GiB) a
+// dialer may offer: an acceptor maps every dialer's domain, and a few
+// dialers each sending terabytes would exhaust its address space.
+const MaxDialerDomain = 1 << 30
+
+// mapPeer verifies a received domain memfd of at most limit region bytes
+// and maps it. It always closes fd: the mapping keeps the file alive.
+func mapPeer(fd int, limit int64) ([]byte, error) {
 	defer unix.Close(fd)
 	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
 	if err != nil {
@@ -169,8 +181,8 @@ func mapPeer(fd int) ([]byte, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fmt.Errorf("%w: peer fd is not a regular file (mode %#o)", errProtocol, st.Mode)
 	}
-	if st.Size < tableSize || st.Size > tableSize+maxDomainSize {
-		return nil, fmt.Errorf("%w: peer domain size %d out of range", errProtocol, st.Size)
+	if st.Size < tableSize || st.Size > tableSize+limit {
+		return nil, fmt.Errorf("%w: peer domain of %d bytes, at most %d", errProtocol, st.Size, tableSize+limit)
 	}
 	mem, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {

@@ -1,7 +1,6 @@
 package tcp
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"sync"
@@ -9,58 +8,59 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
 	"golang.org/x/sys/unix"
 )
 
 // conn is an established connection: an initiator (Post, Poll, and the
-// completion half of the reader) and a NIC (the request half of the reader,
-// and the sender) sharing one socket.
+// completion half of rx) and a NIC (the request half of rx, answering
+// through tx) sharing one non-blocking socket. Nothing in it blocks on the
+// socket: rx reads what is there (from the poller, or from Poll while the
+// connection is busy), tx sends what the socket takes and leaves the rest
+// staged for the poller's next "writable" event.
 type conn struct {
-	s        sock
-	br       *bufio.Reader // owned by the reader goroutine
+	fd       int
+	token    uint64 // the poller's name for it
+	p        *poller
 	d        *domain
-	bells    *fabric.EventBells // acceptor side: rung by the peer's frameRing
+	bells    *eventbell.Set // acceptor side: rung by the peer's frameRing
 	peerData []byte
 	depth    int
+	// peerDepth is the most requests the peer may have unanswered (its
+	// declared queue depth): a peer past it is not read until the
+	// responses it has not taken drain.
+	peerDepth int
 
-	// Initiator ring. Post fills and publishes [tail..), the reader
-	// completes [resp..tail), Poll drains [head..resp).
+	// Initiator ring. Post fills and publishes [tail..), rx completes
+	// [resp..tail), Poll drains [head..resp).
 	ops  []pending
 	mask uint64
 	tail atomic.Uint64
 	resp atomic.Uint64
 	head atomic.Uint64
 
-	// NIC response ring, sized by the peer's queue depth: the reader
-	// queues [nhead..ntail) and sends what the socket takes at once; the
-	// sender writes the rest. The reader never blocks on the socket's
-	// write side, so two peers that both READ a lot cannot deadlock on
-	// full socket buffers.
-	nic     []nicResp
-	nmask   uint64
-	ntail   atomic.Uint64
-	nhead   atomic.Uint64
-	flushed atomic.Uint64 // responses before this one are on the wire
-	kick    chan struct{} // reader → sender: responses queued
-	space   chan struct{} // sender → reader: ring drained
+	rxMu     sync.Mutex // one reader of the socket at a time
+	rxWant   atomic.Bool
+	rx       rxState      // under rxMu
+	rxStop   bool         // under rxMu: Close stopped reading
+	stopping atomic.Bool  // Close wants rx to stop at the next frame
+	lastRx   atomic.Int64 // nanotime of the last bytes read
+	rxPause  atomic.Bool  // tx is over outHigh: rx waits for room
+	rxBuf    atomic.Pointer[[]byte]
+	idle     uint32 // Poll's empty polls in a row
 
-	wmu  sync.Mutex // the socket's write side: Post, reader, sender
-	out  outBuf
-	hdr  [reqSize]byte
-	rhdr [respSize]byte
+	txMu sync.Mutex // the socket's write side
+	tx   txState    // under txMu
 
-	idle uint32 // Poll's empty polls in a row, with ops outstanding
+	sendTimeout time.Duration
 
-	dead       atomic.Bool
-	closed     atomic.Bool // Close was called: Post and Poll say ErrClosed
-	err        error       // set before dead
-	opErr      error       // what ops still outstanding complete with
-	failOnce   sync.Once
-	done       chan struct{}
-	readerOut  atomic.Bool   // the reader will not touch the ring again
-	readerExit chan struct{} // closed with readerOut
-	wg         sync.WaitGroup
-	closeOnce  sync.Once
+	dead      atomic.Bool
+	closed    atomic.Bool // Close was called: Post and Poll say ErrClosed
+	err       error       // set before dead
+	opErr     error       // what ops still outstanding complete with
+	failOnce  sync.Once
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 type pending struct {
@@ -72,13 +72,6 @@ type pending struct {
 	err   error
 }
 
-type nicResp struct {
-	status uint8
-	r      *region // a good READ: send r.mem[off:off+n], then release
-	off    uint64
-	n      uint64
-}
-
 func ceilPow2(n int) int {
 	p := 1
 	for p < n {
@@ -87,30 +80,29 @@ func ceilPow2(n int) int {
 	return p
 }
 
-func newConn(s sock, d *domain, depth, peerDepth int, peerData []byte, bells *fabric.EventBells) *conn {
-	peerDepth = max(1, min(peerDepth, maxQueueDepth))
+func newConn(fd int, d *domain, o fabric.Options, peerData []byte, peerDepth int, bells *eventbell.Set) (*conn, error) {
+	p, err := pollerFor()
+	if err != nil {
+		return nil, err
+	}
 	c := &conn{
-		s:        s,
-		br:       bufio.NewReaderSize(s, bufSize),
-		out:      outBuf{s: s, buf: make([]byte, 0, bufSize)},
-		d:        d,
-		peerData: peerData,
-		bells:    bells,
-		depth:    depth,
-		ops:      make([]pending, ceilPow2(depth)),
-		nic:      make([]nicResp, ceilPow2(peerDepth)),
-		kick:     make(chan struct{}, 1),
-		space:    make(chan struct{}, 1),
-		done:     make(chan struct{}),
-
-		readerExit: make(chan struct{}),
+		fd:          fd,
+		p:           p,
+		d:           d,
+		peerData:    peerData,
+		bells:       bells,
+		depth:       o.QueueDepth,
+		peerDepth:   max(1, min(peerDepth, maxQueueDepth)),
+		ops:         make([]pending, ceilPow2(o.QueueDepth)),
+		sendTimeout: o.SendTimeout,
+		done:        make(chan struct{}),
 	}
 	c.mask = uint64(len(c.ops) - 1)
-	c.nmask = uint64(len(c.nic) - 1)
-	c.wg.Add(2)
-	go c.readLoop()
-	go c.sendLoop()
-	return c
+	c.lastRx.Store(nanotime())
+	if err := p.add(c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func (c *conn) Alloc(size int) (*fabric.Region, error) { return c.d.alloc(size) }
@@ -124,7 +116,9 @@ func (c *conn) Err() error {
 	return c.err
 }
 
-// fail ends the connection once: the first cause wins.
+// fail ends the connection once: the first cause wins. The socket is shut
+// down (the peer sees it at once) but stays open until Close, so that no
+// descriptor number is reused under a reader.
 func (c *conn) fail(err error) {
 	c.failOnce.Do(func() {
 		c.err = err
@@ -133,7 +127,8 @@ func (c *conn) fail(err error) {
 			c.opErr = fabric.ErrClosed
 		}
 		c.dead.Store(true)
-		c.s.shutdown(unix.SHUT_RDWR)
+		_ = unix.Shutdown(c.fd, unix.SHUT_RDWR)
+		c.p.remove(c)
 		close(c.done)
 	})
 }
@@ -145,12 +140,16 @@ func (c *conn) Close() error {
 			c.drain()
 		}
 		c.fail(fabric.ErrClosed)
-		c.wg.Wait()
-		// Wait out a Post that is copying from local regions; later ones
-		// see dead under wmu and touch nothing.
-		c.wmu.Lock()
-		c.wmu.Unlock() //nolint:staticcheck // an empty critical section is the point
-		c.s.close()
+		// rx and tx hold their locks only for non-blocking work: once
+		// both are ours, nothing touches the socket or region memory.
+		c.rxMu.Lock()
+		c.txMu.Lock()
+		c.tx.stopTimer()
+		c.rx.drop()
+		_ = unix.Close(c.fd)
+		c.fd = -1
+		c.txMu.Unlock()
+		c.rxMu.Unlock()
 		c.d.closeAll()
 	})
 	return nil
@@ -158,37 +157,35 @@ func (c *conn) Close() error {
 
 // drain acknowledges what the NIC already applied, as a NIC would: the
 // application may have seen a WRITE land and closed at once. It stops
-// reading, lets the reader finish its frame and the sender flush; a peer
-// that does not read holds it at most closeFlushTimeout.
+// reading (after the frame rx is in) and gives the staged responses at
+// most closeFlushTimeout to go out, and less to a peer that takes none of
+// them for drainIdle.
 func (c *conn) drain() {
+	c.stopping.Store(true)
+	c.rxMu.Lock()
+	c.rxStop = true
+	c.rxMu.Unlock()
 	deadline := time.Now().Add(closeFlushTimeout)
-	c.s.setSendTimeout(closeFlushTimeout)
-	c.s.shutdown(unix.SHUT_RD)
-	t := time.NewTimer(closeFlushTimeout)
-	defer t.Stop()
-	select {
-	case <-c.readerExit:
-	case <-t.C:
-		return
-	}
-	for end := c.ntail.Load(); c.flushed.Load() != end && time.Now().Before(deadline); {
-		select {
-		case c.kick <- struct{}{}:
-		default:
+	for {
+		err := c.flush()
+		c.txMu.Lock()
+		empty, progress := c.tx.empty(), c.tx.progress
+		c.txMu.Unlock()
+		if empty || err != nil || c.dead.Load() || time.Now().After(deadline) ||
+			progress != 0 && nanotime()-progress > int64(drainIdle) {
+			return
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
 }
 
+// drainIdle: Close stops waiting for a peer that took none of its last
+// responses for this long.
+const drainIdle = 100 * time.Millisecond
+
 func localErr(i int, format string, args ...any) error {
 	return fmt.Errorf("%w: op %d: %s", fabric.ErrLocalAccess, i, fmt.Sprintf(format, args...))
 }
-
-// yieldEvery is how many empty polls in a row Poll makes before it yields
-// the thread: a syscall of ~0.2µs in every 16 polls.
-const yieldEvery = 16
-
-func osYield() { _, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // deadErr is what Post and Poll return on a dead connection.
 func (c *conn) deadErr() error {
@@ -198,8 +195,9 @@ func (c *conn) deadErr() error {
 	return c.err
 }
 
-// Post checks the whole batch, then publishes it and rings the doorbell:
-// one flush of the buffered writer.
+// Post checks the whole batch, then publishes it, stages its frames and
+// sends what the socket takes now (the doorbell); the poller sends the
+// rest when the socket has room. It never waits on the socket.
 func (c *conn) Post(ops []fabric.Op) error {
 	if c.dead.Load() {
 		return c.deadErr()
@@ -225,36 +223,24 @@ func (c *conn) Post(ops []fabric.Op) error {
 		c.ops[(t+uint64(i))&c.mask] = pending{id: op.ID, kind: op.Kind, local: r, loff: op.LocalOff, n: op.Len}
 	}
 	end := t + uint64(len(ops))
-	c.wmu.Lock()
+	c.txMu.Lock()
 	if c.dead.Load() {
-		c.wmu.Unlock()
+		c.txMu.Unlock()
 		c.unref(t, end)
 		return c.deadErr()
 	}
-	// Publish before writing: a response may be back before Flush returns.
+	// Publish before sending: a response may be back before we return.
 	c.tail.Store(end)
-	var err error
 	for i := range ops {
 		op := &ops[i]
 		if op.Kind == fabric.OpRead {
-			putReq(&c.hdr, frameRead, op.Remote.Key, op.Remote.Addr+op.RemoteOff, op.Len)
-			err = c.out.put(c.hdr[:])
+			c.tx.putReq(frameRead, op.Remote.Key, op.Remote.Addr+op.RemoteOff, op.Len, nil)
 		} else {
-			putReq(&c.hdr, frameWrite, op.Remote.Key, op.Remote.Addr+op.RemoteOff, op.Len)
-			err = c.out.put(c.hdr[:])
-			if err == nil {
-				err = c.out.put(op.Local.Bytes()[op.LocalOff : op.LocalOff+op.Len])
-			}
-		}
-		if err != nil {
-			break
+			c.tx.putReq(frameWrite, op.Remote.Key, op.Remote.Addr+op.RemoteOff, op.Len, op.Local.Bytes()[op.LocalOff:op.LocalOff+op.Len])
 		}
 	}
-	if err == nil {
-		err = c.out.flush()
-	}
-	c.wmu.Unlock()
-	if err != nil {
+	c.txMu.Unlock()
+	if err := c.flush(); err != nil {
 		// Posted all the same: the ops complete with the failure.
 		c.fail(fmt.Errorf("%w: %v", fabric.ErrPeerGone, err))
 	}
@@ -262,15 +248,12 @@ func (c *conn) Post(ops []fabric.Op) error {
 }
 
 func (c *conn) checkLocal(i int, op *fabric.Op) (*region, error) {
-	if op.Kind != fabric.OpRead && op.Kind != fabric.OpWrite {
-		return nil, localErr(i, "unknown kind %d", op.Kind)
-	}
 	r := c.d.local(op.Local)
-	if r == nil {
-		return nil, localErr(i, "region is closed or not of this connection")
+	if err := fabric.CheckOp(i, op, r != nil); err != nil {
+		return nil, err
 	}
-	if op.Len < 0 || op.Len > MaxOpLen || op.LocalOff < 0 || uint64(op.LocalOff) > r.size-uint64(op.Len) || uint64(op.Len) > r.size {
-		return nil, localErr(i, "[%d, +%d) outside the %d-byte region", op.LocalOff, op.Len, r.size)
+	if op.Len > MaxOpLen {
+		return nil, localErr(i, "%d bytes, at most %d in one op", op.Len, MaxOpLen)
 	}
 	if !r.acquire() {
 		return nil, localErr(i, "region is closed")
@@ -288,35 +271,48 @@ func (c *conn) unref(from, to uint64) {
 	}
 }
 
-// Poll drains completions in posting order. Once the reader has stopped,
-// Poll completes what it left with the connection's failure, then reports
-// the error.
+// readEvery: Poll reads the socket itself at every readEvery-th empty
+// poll in a row (the first included), not at each: a response is not
+// back in the time of a few polls, and each read is a syscall.
+const readEvery = 4
+
+// yieldEvery is how many empty polls in a row Poll makes before it yields
+// the thread: a syscall of ~0.2µs in every 16 polls.
+const yieldEvery = 16
+
+func osYield() { _, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+
+// busyWindow is how long after the last bytes read Poll keeps reading the
+// socket itself: a busy connection's next response is then taken by the
+// thread waiting for it, not by a poller thread that must first be woken
+// and scheduled. Idle connections leave it to the poller.
+const busyWindow = 200 * time.Microsecond
+
+// Poll drains completions in posting order. On a busy connection it first
+// reads what the socket holds. Once the connection is dead, Poll
+// completes what is outstanding with its failure, then reports the error.
 func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 	h := c.head.Load()
 	end := c.resp.Load()
-	if end == h && c.readerOut.Load() && c.dead.Load() {
-		// The reader is gone, so the ring's completion side is ours.
-		end = c.resp.Load()
-		t := c.tail.Load()
-		for i := end; i != t; i++ {
-			c.ops[i&c.mask].err = c.opErr
+	if end == h {
+		if c.dead.Load() {
+			return c.pollDead(cs, h)
 		}
-		c.unref(end, t)
-		c.resp.Store(t)
-		end = t
+		c.idle++
+		outstanding := c.tail.Load() != end
+		if c.idle%readEvery == 1 && (outstanding || nanotime()-c.lastRx.Load() < int64(busyWindow)) {
+			c.pollRead()
+			end = c.resp.Load()
+		}
 		if end == h {
-			return 0, c.deadErr()
+			if outstanding && c.idle%yieldEvery == 0 {
+				// Waiting on the peer, whose NIC (and ours, a poller
+				// thread) may need this core: give it up now and then
+				// (sched_yield returns at once when nothing else runs).
+				osYield()
+			}
+			return 0, nil
 		}
-	}
-	if end == h && end != c.tail.Load() {
-		// Waiting on the reader, a thread that may need this core: the
-		// software NIC shares the CPUs with the application, so give the
-		// core up now and then (not blocking: sched_yield returns at once
-		// when nothing else is runnable).
-		if c.idle++; c.idle%yieldEvery == 0 {
-			osYield()
-		}
-		return 0, nil
 	}
 	c.idle = 0
 	n := 0
@@ -330,23 +326,37 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 	return n, nil
 }
 
+// pollDead completes, once rx is out of the way, what the connection
+// left outstanding.
+func (c *conn) pollDead(cs []fabric.Completion, h uint64) (int, error) {
+	c.rxMu.Lock()
+	end, t := c.resp.Load(), c.tail.Load()
+	for i := end; i != t; i++ {
+		c.ops[i&c.mask].err = c.opErr
+	}
+	c.unref(end, t)
+	c.resp.Store(t)
+	c.rxMu.Unlock()
+	if t == h {
+		return 0, c.deadErr()
+	}
+	return c.Poll(cs)
+}
+
 // RingBell implements fabric.Ringer: a frame the peer's NIC turns into a
 // ring of its listener's doorbell.
 func (c *conn) RingBell(i int) error {
 	if c.closed.Load() {
 		return fabric.ErrClosed
 	}
+	c.txMu.Lock()
 	if c.dead.Load() {
+		c.txMu.Unlock()
 		return c.opErrOrGone()
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	var h [reqSize]byte
-	putReq(&h, frameRing, uint32(i), 0, 0)
-	if err := c.out.put(h[:]); err != nil {
-		return err
-	}
-	return c.out.flush()
+	c.tx.putReq(frameRing, uint32(i), 0, 0, nil)
+	c.txMu.Unlock()
+	return c.flush()
 }
 
 func (c *conn) opErrOrGone() error {

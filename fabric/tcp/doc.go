@@ -18,36 +18,51 @@
 //     nonzero 32-bit key, unique in its connection's domain; Desc.Addr is
 //     a virtual offset in that domain, never 0. Only the peer of that
 //     connection can reach a region, and only with its key.
-//   - One-sided: each side runs a NIC (a reader goroutine, which answers
-//     itself when the socket takes the answer at once, and a sender
-//     goroutine for the rest) that serves the peer's READ and WRITE
-//     requests straight against the registered memory; the application
-//     goroutines of the target take no part. A request with an unknown key, or a range that
-//     leaves its region, completes at the initiator with
-//     fabric.ErrRemoteAccess; the connection stays usable.
+//   - One-sided: each side runs a NIC that serves the peer's READ and
+//     WRITE requests straight against the registered memory; the
+//     application goroutines of the target take no part. A request with
+//     an unknown key, or a range that leaves its region, completes at the
+//     initiator with fabric.ErrRemoteAccess; the connection stays usable.
 //   - Initiator: Post checks every op locally (fabric.ErrLocalAccess,
-//     fabric.ErrQueueFull; then nothing is posted), encodes the batch and
-//     flushes it with one write (the doorbell). Completions arrive in
-//     posting order; READ data is in the local region when its completion
-//     is polled. Post and Poll do not allocate.
+//     fabric.ErrQueueFull; then nothing is posted), stages the batch and
+//     sends it with one write. Completions arrive in posting order; READ
+//     data is in the local region when its completion is polled. Post and
+//     Poll do not allocate, and never wait on the socket.
 //   - Everything read from the socket is untrusted: lengths are bounded
 //     (MaxOpLen) before use, unknown frames end the connection with a
 //     protocol error, nothing panics.
-//   - Threads: after the handshake the socket leaves Go's netpoller and
-//     the reader blocks in read(2), one thread per connection. Initiators
-//     busy-poll Poll on every P; a netpoll wakeup would wait for a free P
-//     (up to sysmon's 10ms), a returning syscall re-enters through the
-//     run queue at the poller's next Gosched. And since that thread
-//     shares the cores with the pollers, Poll calls sched_yield(2) after
-//     every yieldEvery empty polls while ops are outstanding.
+//   - Threads: after the handshake the socket is non-blocking and leaves
+//     Go's netpoller for the provider's own (poll.go): a fixed set of
+//     goroutines blocked in epoll_wait, one per two Ps, serve the events
+//     of every connection, so threads do not grow with connections. Each
+//     event reads what the socket holds and sends what it takes; nothing
+//     waits on a socket. While a connection is busy (ops outstanding, or
+//     bytes read within busyWindow), Poll reads the socket itself (every
+//     readEvery-th empty poll), so the thread waiting for a response
+//     takes it without a wakeup.
+//   - Flow: responses are staged as requests are decoded and sent with
+//     the batch; WRITE acks may wait up to ackDelay for company where
+//     that has paid (ack.go: a reply-mode server's reply WRITE carries the
+//     ack of its request). A peer with more responses waiting than its declared
+//     queue depth is not read until they drain. A peer that takes none of
+//     our bytes for Options.SendTimeout (default 1s) is cut off: the
+//     connection ends with fabric.ErrPeerGone saying it stopped reading.
+//   - Handshake: every step has a deadline. The listener gives a hello
+//     handshakeTimeout, runs at most maxPending at once and maxPerSource
+//     per source IP (the oldest is closed past either, so a flood of
+//     silent sockets cannot lock honest dialers out), and reports what it
+//     turned away through Options.Logf, rate-limited
+//     (fabric/internal/acceptq). A dialer waits at most its context, or
+//     dialWait without a deadline.
 //   - Failure: a closed socket, a reset, or a host that vanished (TCP
 //     keepalive and TCP_USER_TIMEOUT: within about UserTimeout) ends the
 //     connection: Done is closed, Err wraps fabric.ErrPeerGone,
 //     outstanding ops complete with fabric.ErrPeerGone, then Post and Poll
 //     return the error. After a local Close they complete with
-//     fabric.ErrClosed instead. Close first acknowledges the requests its
-//     NIC already applied (at most for closeFlushTimeout), is idempotent,
-//     and unmaps the regions only once the NIC goroutines have stopped.
+//     fabric.ErrClosed instead. Close first sends the responses to the
+//     requests its NIC already applied (at most for closeFlushTimeout), is
+//     idempotent, and unmaps the regions only once nothing reads the
+//     socket or touches them.
 //
 // # Wire
 //

@@ -2,150 +2,85 @@ package tcp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/internal/acceptq"
+	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
 )
 
-// listener accepts sockets and runs each hello in its own goroutine, so a
-// slow or stray client holds up nobody; only good hellos reach Accept.
+// listener hands the sockets it accepts to an acceptq.Queue, which runs
+// each hello in its own goroutine under a timeout and caps the pending
+// ones overall and per source address; only good hellos reach Accept.
 type listener struct {
-	ln     *net.TCPListener
-	o      fabric.Options
-	bells  *fabric.EventBells // nil without Options.Doorbells
-	addr   string
-	ready  chan *setup
-	closed chan struct{}
-	once   sync.Once
-	wg     sync.WaitGroup
-
-	// Sockets still in their hello, closed by Close so that it does not
-	// wait out handshakeTimeout; at most maxHandshakes at once.
-	hsMu sync.Mutex
-	inHS map[*net.TCPConn]struct{}
+	q     *acceptq.Queue[*setup]
+	o     fabric.Options
+	bells *eventbell.Set // nil without Options.Doorbells
+	addr  string
+	once  sync.Once
 }
 
-// maxHandshakes bounds the sockets a listener holds before their hello:
-// a flood of silent clients costs at most this many.
-const maxHandshakes = 1024
+// Handshake bounds: a hello is one small message sent right after the
+// connect, so these only ever hold up floods.
+const (
+	maxPending   = 1024 // hellos being read at once
+	maxPerSource = 64   // of them from one IP address
+	maxReady     = 128  // setups waiting for Accept
+)
 
-func newListener(ln *net.TCPListener, o fabric.Options, bells *fabric.EventBells) *listener {
-	l := &listener{
-		bells:  bells,
-		ln:     ln,
-		o:      o,
-		addr:   "tcp://" + ln.Addr().String(),
-		ready:  make(chan *setup),
-		closed: make(chan struct{}),
-		inHS:   map[*net.TCPConn]struct{}{},
-	}
-	l.wg.Add(1)
-	go l.acceptLoop()
+func newListener(ln *net.TCPListener, o fabric.Options, bells *eventbell.Set) *listener {
+	l := &listener{o: o, bells: bells, addr: "tcp://" + ln.Addr().String()}
+	l.q = acceptq.New(ln, acceptq.Config{
+		Prefix:     "fabric/tcp",
+		MaxPending: maxPending,
+		PerSource:  maxPerSource,
+		MaxReady:   maxReady,
+		Timeout:    handshakeTimeout,
+		Source:     sourceIP,
+		Logf:       o.Logf,
+	}, l.hello, func(s *setup) { _ = s.Close() })
 	return l
+}
+
+// sourceIP is the peer's address without its port.
+func sourceIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return c.RemoteAddr().String()
 }
 
 func (l *listener) Addr() string { return l.addr }
 
-func (l *listener) acceptLoop() {
-	defer l.wg.Done()
-	var delay time.Duration
-	for {
-		nc, err := l.ln.AcceptTCP()
-		if err != nil {
-			select {
-			case <-l.closed:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of descriptors and the like: back off, as net/http does.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			time.Sleep(delay)
-			continue
-		}
-		delay = 0
-		l.hsMu.Lock()
-		full := len(l.inHS) >= maxHandshakes
-		if !full {
-			l.inHS[nc] = struct{}{}
-		}
-		l.hsMu.Unlock()
-		if full {
-			_ = nc.Close()
-			continue
-		}
-		l.wg.Add(1)
-		go l.handshake(nc)
-	}
-}
-
-func (l *listener) handshake(nc *net.TCPConn) {
-	defer l.wg.Done()
-	s := l.hello(nc)
-	l.hsMu.Lock()
-	delete(l.inHS, nc)
-	l.hsMu.Unlock()
-	if s == nil {
-		return
-	}
-	select {
-	case l.ready <- s:
-	case <-l.closed:
-		_ = s.Close()
-	}
-}
-
-// hello reads the dialer's hello; nil (and the socket closed) if bad.
-func (l *listener) hello(nc *net.TCPConn) *setup {
+// hello reads the dialer's hello under the queue's deadline.
+func (l *listener) hello(_ context.Context, c net.Conn) (*setup, error) {
+	nc := c.(*net.TCPConn)
 	if err := tune(nc); err != nil {
-		_ = nc.Close()
-		return nil
+		return nil, err
 	}
-	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
 	data, depth, err := readHello(nc)
 	if err != nil {
-		_ = nc.Close()
-		return nil
+		return nil, err
 	}
-	// From here the application decides how long the dialer waits.
-	_ = nc.SetDeadline(time.Time{})
 	s := newSetup(nc, l.o, false)
 	s.peerData, s.peerDepth, s.bells = data, depth, l.bells
-	return s
+	return s, nil
 }
 
 func (l *listener) Accept(ctx context.Context) (fabric.Setup, error) {
-	select {
-	case <-l.closed:
-		return nil, fabric.ErrClosed
-	default:
+	s, err := l.q.Accept(ctx)
+	if err != nil {
+		return nil, err
 	}
-	select {
-	case s := <-l.ready:
-		return s, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-l.closed:
-		return nil, fabric.ErrClosed
-	}
+	return s, nil
 }
 
 func (l *listener) Close() error {
 	l.once.Do(func() {
-		close(l.closed)
-		_ = l.ln.Close()
-		l.hsMu.Lock()
-		for nc := range l.inHS {
-			_ = nc.Close()
-		}
-		l.hsMu.Unlock()
-		l.wg.Wait()
+		_ = l.q.Close()
 		l.bells.Close()
 	})
 	return nil

@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,17 +38,20 @@ func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("fabric/tcp: %s names no host, which would listen on every interface: use tcp://127.0.0.1:%s for this machine only, or tcp://0.0.0.0:%s to mean every interface", u, u.Port(), u.Port())
+	}
 	ln, err := net.Listen("tcp", hp)
 	if err != nil {
 		return nil, fmt.Errorf("fabric/tcp: %w", err)
 	}
-	var bells *fabric.EventBells
+	var bells *eventbell.Set
 	if o.Doorbells > 0 {
 		if o.Doorbells > fabric.MaxDoorbells {
 			ln.Close()
 			return nil, fmt.Errorf("fabric/tcp: %d doorbells, at most %d", o.Doorbells, fabric.MaxDoorbells)
 		}
-		if bells, err = fabric.NewEventBells(o.Doorbells); err != nil {
+		if bells, err = eventbell.New(o.Doorbells); err != nil {
 			ln.Close()
 			return nil, err
 		}

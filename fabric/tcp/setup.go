@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
+	"golang.org/x/sys/unix"
 )
 
 // setup is a connection whose socket and domain exist and whose handshake
@@ -19,9 +21,9 @@ type setup struct {
 	d         *domain
 	o         fabric.Options
 	dialer    bool
-	peerData  []byte             // acceptor: the dialer's hello data
-	peerDepth int                // acceptor: the dialer's queue depth
-	bells     *fabric.EventBells // acceptor: the listener's doorbells
+	peerData  []byte         // acceptor: the dialer's hello data
+	peerDepth int            // acceptor: the dialer's queue depth
+	bells     *eventbell.Set // acceptor: the listener's doorbells
 
 	mu    sync.Mutex
 	state int // setupOpen, setupDone, setupClosed
@@ -59,8 +61,6 @@ func (s *setup) Close() error {
 	return nil
 }
 
-var errAborted = errors.New("fabric/tcp: handshake aborted")
-
 func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error) {
 	if err := fabric.CheckPrivateData(data, s.dialer); err != nil {
 		return nil, err
@@ -73,10 +73,18 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 	case setupClosed:
 		return nil, fabric.ErrClosed
 	}
-	// The context bounds the handshake through the socket's deadline.
-	if dl, ok := ctx.Deadline(); ok {
-		_ = s.nc.SetDeadline(dl)
+	// The context bounds the handshake through the socket's deadline,
+	// and so does a bound of our own: the acceptor's answer is small and
+	// the dialer's wait is for the listener's application to Accept.
+	bound := dialWait
+	if !s.dialer {
+		bound = s.o.SendTimeout
 	}
+	dl := time.Now().Add(bound)
+	if cdl, ok := ctx.Deadline(); ok && cdl.Before(dl) {
+		dl = cdl
+	}
+	_ = s.nc.SetDeadline(dl)
 	stop := context.AfterFunc(ctx, func() { _ = s.nc.SetDeadline(time.Unix(1, 0)) })
 	var c *conn
 	var err error
@@ -108,59 +116,74 @@ func (s *setup) dial(data []byte) (*conn, error) {
 	if _, err := s.nc.Write(putHS(nil, kindHello, s.o.QueueDepth, data)); err != nil {
 		return nil, fmt.Errorf("%w: sending hello: %v", fabric.ErrPeerGone, err)
 	}
-	// Read exactly the reply: what follows it belongs to the conn.
-	var hb [hsSize]byte
-	n, err := io.ReadFull(s.nc, hb[:])
-	if n == 0 && (err == io.EOF || errors.Is(err, net.ErrClosed)) {
-		return nil, fmt.Errorf("%w: listener closed the connection without answering", fabric.ErrRejected)
-	}
-	if err != nil && n == 0 {
-		return nil, fmt.Errorf("%w: reading handshake reply: %v", fabric.ErrPeerGone, err)
-	}
-	h, perr := parseHS(hb[:n])
-	if perr != nil {
-		return nil, fmt.Errorf("fabric/tcp: %s: %v", s.nc.RemoteAddr(), perr)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading handshake reply: %v", fabric.ErrPeerGone, err)
-	}
-	reply := make([]byte, h.dataLen)
-	if _, err := io.ReadFull(s.nc, reply); err != nil {
-		return nil, fmt.Errorf("%w: reading handshake reply: %v", fabric.ErrPeerGone, err)
-	}
-	switch {
-	case h.kind == kindBadVersion:
-		return nil, fmt.Errorf("fabric/tcp: %s speaks protocol version %d, this dialer %d", s.nc.RemoteAddr(), h.version, version)
-	case h.kind == kindBadHello:
-		return nil, fmt.Errorf("fabric/tcp: %s refused the hello: %s", s.nc.RemoteAddr(), reply)
-	case h.kind == kindReject:
-		return nil, fabric.ErrRejected
-	case h.version != version || h.kind != kindAccept:
-		return nil, fmt.Errorf("fabric/tcp: %s: unexpected handshake reply (version %d, kind %d)", s.nc.RemoteAddr(), h.version, h.kind)
-	case len(reply) > fabric.MaxAcceptData:
-		return nil, fmt.Errorf("fabric/tcp: %s: accept data of %d bytes exceeds %d", s.nc.RemoteAddr(), len(reply), fabric.MaxAcceptData)
-	}
-	sk, err := detach(s.nc)
+	reply, depth, err := readReply(s.nc)
 	if err != nil {
 		return nil, err
 	}
-	return newConn(sk, s.d, s.o.QueueDepth, int(h.depth), reply, nil), nil
+	return s.establish(reply, depth, nil)
+}
+
+// readReply is the dialer's side of the acceptor's answer. It reads
+// exactly the reply: what follows belongs to the conn.
+func readReply(nc net.Conn) (reply []byte, depth int, err error) {
+	var hb [hsSize]byte
+	n, err := io.ReadFull(nc, hb[:])
+	if n == 0 && (err == io.EOF || errors.Is(err, net.ErrClosed)) {
+		return nil, 0, fmt.Errorf("%w: listener closed the connection without answering", fabric.ErrRejected)
+	}
+	if err != nil && n == 0 {
+		return nil, 0, fmt.Errorf("%w: reading handshake reply: %v", fabric.ErrPeerGone, err)
+	}
+	h, perr := parseHS(hb[:n])
+	if perr != nil {
+		return nil, 0, fmt.Errorf("fabric/tcp: %s: %v", nc.RemoteAddr(), perr)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: reading handshake reply: %v", fabric.ErrPeerGone, err)
+	}
+	reply = make([]byte, h.dataLen)
+	if _, err := io.ReadFull(nc, reply); err != nil {
+		return nil, 0, fmt.Errorf("%w: reading handshake reply: %v", fabric.ErrPeerGone, err)
+	}
+	switch {
+	case h.kind == kindBadVersion:
+		return nil, 0, fmt.Errorf("fabric/tcp: %s speaks protocol version %d, this dialer %d", nc.RemoteAddr(), h.version, version)
+	case h.kind == kindBadHello:
+		return nil, 0, fmt.Errorf("fabric/tcp: %s refused the hello: %q", nc.RemoteAddr(), reply)
+	case h.kind == kindReject:
+		return nil, 0, fabric.ErrRejected
+	case h.version != version || h.kind != kindAccept:
+		return nil, 0, fmt.Errorf("fabric/tcp: %s: unexpected handshake reply (version %d, kind %d)", nc.RemoteAddr(), h.version, h.kind)
+	case len(reply) > fabric.MaxAcceptData:
+		return nil, 0, fmt.Errorf("fabric/tcp: %s: accept data of %d bytes exceeds %d", nc.RemoteAddr(), len(reply), fabric.MaxAcceptData)
+	}
+	return reply, int(h.depth), nil
+}
+
+// establish moves the socket to the provider's poller as a conn.
+func (s *setup) establish(peerData []byte, peerDepth int, bells *eventbell.Set) (*conn, error) {
+	fd, err := detach(s.nc)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newConn(fd, s.d, s.o, peerData, peerDepth, bells)
+	if err != nil {
+		_ = unix.Close(fd)
+		return nil, err
+	}
+	return c, nil
 }
 
 func (s *setup) accept(data []byte) (*conn, error) {
 	if _, err := s.nc.Write(putHS(nil, kindAccept, s.o.QueueDepth, data)); err != nil {
 		return nil, fmt.Errorf("%w: sending accept: %v", fabric.ErrPeerGone, err)
 	}
-	sk, err := detach(s.nc)
-	if err != nil {
-		return nil, err
-	}
-	return newConn(sk, s.d, s.o.QueueDepth, s.peerDepth, s.peerData, s.bells), nil
+	return s.establish(s.peerData, s.peerDepth, s.bells)
 }
 
 // readHello is the acceptor's side of the hello. A bad hello gets a reply
 // saying why (readable by a stray client too) and an error.
-func readHello(nc *net.TCPConn) (data []byte, depth int, err error) {
+func readHello(nc net.Conn) (data []byte, depth int, err error) {
 	var hb [hsSize]byte
 	if _, err := io.ReadFull(nc, hb[:]); err != nil {
 		return nil, 0, fmt.Errorf("fabric/tcp: reading hello: %w", err)

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
-	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
+	"github.com/jakiro-kv/jakiro/internal/fabricbench"
 	"golang.org/x/sys/unix"
 )
 
@@ -72,37 +72,14 @@ func pair(t testing.TB, size int, o fabric.Options) (dialer, acceptor side) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s, err := ln.Accept(ctx)
-		if err != nil {
-			aerr = err
-			return
-		}
-		r, err := s.Alloc(size)
-		if err != nil {
-			aerr = err
-			return
-		}
-		var b [fabric.DescSize]byte
-		r.Desc().Put(b[:])
-		c, err := s.Establish(ctx, b[:])
-		if err != nil {
-			aerr = err
-			return
-		}
-		acceptor = side{c: c, mine: r}
-		acceptor.peer, aerr = fabric.ParseDesc(c.PeerData())
+		c, r, peer, err := fabrictest.AcceptGrant(ctx, ln, size, nil)
+		acceptor, aerr = side{c: c, mine: r, peer: peer}, err
 	}()
 	s, err := fabric.Dial(ctx, ln.Addr(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.Alloc(size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b [fabric.DescSize]byte
-	r.Desc().Put(b[:])
-	c, err := s.Establish(ctx, b[:])
+	c, r, err := fabrictest.Grant(ctx, s, size, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +453,7 @@ func TestSocketOptions(t *testing.T) {
 			if get(unix.IPPROTO_TCP, unix.TCP_NODELAY) == 0 {
 				t.Error("TCP_NODELAY off")
 			}
-		}(c.(*conn).s.fd)
+		}(c.(*conn).fd)
 	}
 }
 
@@ -647,10 +624,9 @@ func rawConn(t *testing.T, ln fabric.Listener, grant int) (net.Conn, fabric.Conn
 }
 
 func req(typ uint8, key uint32, addr uint64, n uint32) []byte {
-	var b [reqSize]byte
-	putReq(&b, typ, key, addr, int(n))
-	binary.LittleEndian.PutUint32(b[16:], n)
-	return b[:]
+	var t txState
+	t.putReq(typ, key, addr, int(n), nil)
+	return t.buf
 }
 
 func TestMalformedFrames(t *testing.T) {
@@ -745,10 +721,11 @@ func TestMalformedFrames(t *testing.T) {
 }
 
 // Both sides READ big blocks from each other at once; the NICs must not
-// deadlock on full socket buffers.
+// deadlock on full socket buffers. (A deadlock fails wait's deadline; a
+// loaded machine may starve a side for a while, so no SendTimeout cut.)
 func TestBidirectionalBulk(t *testing.T) {
 	const size = 1 << 20
-	d, a := pair(t, 8*size, fabric.Options{QueueDepth: 32})
+	d, a := pair(t, 8*size, fabric.Options{QueueDepth: 32, SendTimeout: time.Minute})
 	var wg sync.WaitGroup
 	for _, s := range []side{d, a} {
 		wg.Add(1)

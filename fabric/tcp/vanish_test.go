@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
 )
 
 // envVanish makes the test binary run vanishChild (see TestMain).
@@ -98,49 +99,9 @@ func connectPlain(size int) (d, a side, err error) {
 		return d, a, err
 	}
 	defer ln.Close()
-	type res struct {
-		s   side
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		s, err := ln.Accept(ctx)
-		if err != nil {
-			ch <- res{err: err}
-			return
-		}
-		c, r, err := grant(ctx, s, size)
-		ch <- res{side{c: c, mine: r}, err}
-	}()
-	s, err := fabric.Dial(ctx, ln.Addr(), fabric.Options{})
+	p, err := fabrictest.Connect(ctx, ln, fabric.Options{}, size, size, nil)
 	if err != nil {
 		return d, a, err
 	}
-	c, r, err := grant(ctx, s, size)
-	if err != nil {
-		return d, a, err
-	}
-	d = side{c: c, mine: r}
-	x := <-ch
-	if x.err != nil {
-		return d, a, x.err
-	}
-	a = x.s
-	if d.peer, err = fabric.ParseDesc(d.c.PeerData()); err != nil {
-		return d, a, err
-	}
-	a.peer, err = fabric.ParseDesc(a.c.PeerData())
-	return d, a, err
-}
-
-// grant allocates a region on s and establishes with its Desc.
-func grant(ctx context.Context, s fabric.Setup, size int) (fabric.Conn, *fabric.Region, error) {
-	r, err := s.Alloc(size)
-	if err != nil {
-		return nil, nil, err
-	}
-	var b [fabric.DescSize]byte
-	r.Desc().Put(b[:])
-	c, err := s.Establish(ctx, b[:])
-	return c, r, err
+	return side{c: p.D, mine: p.DReg, peer: p.ToA}, side{c: p.A, mine: p.AReg, peer: p.ToD}, nil
 }

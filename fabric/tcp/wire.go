@@ -53,13 +53,26 @@ const (
 	// maxQueueDepth bounds Options.QueueDepth, and the peer's declared
 	// depth that sizes the NIC's response ring.
 	maxQueueDepth = 1 << 16
-	// handshakeTimeout bounds how long a listener waits for a hello.
-	handshakeTimeout = 10 * time.Second
+	// handshakeTimeout bounds how long a listener waits for a hello,
+	// and a dialer for the answer when its context sets no deadline.
+	handshakeTimeout = 3 * time.Second
+	// dialWait bounds a dialer's handshake when its context does not.
+	dialWait = 10 * time.Second
 	// closeFlushTimeout bounds how long Close waits to send the
 	// responses to requests its NIC already applied.
 	closeFlushTimeout = time.Second
-	// bufSize is the socket buffering on each side.
-	bufSize = 64 << 10
+	// rxBufSize is a poller's read buffer; ownBufSize a connection's,
+	// for the reads Poll makes itself.
+	rxBufSize  = 64 << 10
+	ownBufSize = 16 << 10
+	// directMin: a payload at least this long left is read straight
+	// into its region, not through the read buffer.
+	directMin = 4 << 10
+	// outHigh: past this many staged bytes the NIC stops reading the
+	// peer's requests until they drain. outKeep: a tx buffer that grew
+	// beyond it is let go once empty.
+	outHigh = 64 << 20
+	outKeep = 256 << 10
 )
 
 // Failure detection: keepalive probes an idle connection after
@@ -100,11 +113,4 @@ func parseHS(b []byte) (hsHeader, error) {
 		dataLen: b[11],
 		depth:   binary.LittleEndian.Uint32(b[12:]),
 	}, nil
-}
-
-func putReq(b *[reqSize]byte, typ uint8, key uint32, addr uint64, n int) {
-	b[0], b[1], b[2], b[3] = typ, 0, 0, 0
-	binary.LittleEndian.PutUint32(b[4:], key)
-	binary.LittleEndian.PutUint64(b[8:], addr)
-	binary.LittleEndian.PutUint32(b[16:], uint32(n))
 }

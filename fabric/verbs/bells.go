@@ -14,10 +14,12 @@ import (
 	"math/bits"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
 )
 
 const (
@@ -46,7 +48,7 @@ const (
 // references, so the channels outlive the listener as long as they do.
 type bellHub struct {
 	n  int
-	ev *fabric.EventBells
+	ev *eventbell.Set
 
 	// mu is held while a drain runs and while a connection destroys its
 	// QP and receive CQ, so a drain never touches freed verbs objects.
@@ -54,6 +56,12 @@ type bellHub struct {
 	refs  int
 	chans []*compChan
 	wg    sync.WaitGroup
+
+	// received counts rings whose bells have been rung (tests compare it
+	// with the rings dialers posted to know none is still in flight).
+	received atomic.Uint64
+	// draining is 1 from a drain's start until its bells are rung.
+	draining atomic.Int32
 }
 
 // compChan is one device's completion channel, read through a dup of its
@@ -69,7 +77,7 @@ func newBellHub(n int) (*bellHub, error) {
 	if n > fabric.MaxDoorbells {
 		return nil, fmt.Errorf("verbs: %d doorbells, at most %d", n, fabric.MaxDoorbells)
 	}
-	ev, err := fabric.NewEventBells(n)
+	ev, err := eventbell.New(n)
 	if err != nil {
 		return nil, err
 	}
@@ -168,13 +176,16 @@ func (h *bellHub) serve(cc *compChan) {
 	defer h.wg.Done()
 	var rung [C.JK_BELL_BITS / 64]uint64
 	var failed error
+	var recvd uint64
 	cc.rc.Read(func(uintptr) bool {
 		for {
+			h.draining.Add(1)
 			h.mu.Lock()
 			rv := C.jk_bell_drain(cc.b, drainEvents)
 			for i := range rung {
 				rung[i] = uint64(cc.b.rung[i])
 			}
+			now := uint64(cc.b.recvd)
 			h.mu.Unlock()
 			for w, word := range rung {
 				for b := word; b != 0; b &= b - 1 {
@@ -183,6 +194,9 @@ func (h *bellHub) serve(cc *compChan) {
 					}
 				}
 			}
+			h.received.Add(now - recvd)
+			recvd = now
+			h.draining.Add(-1)
 			if rv < 0 {
 				failed = syscall.Errno(-rv)
 				return true
@@ -280,6 +294,7 @@ func (c *conn) postRing(i uint32) error {
 		c.fail(err)
 		return err
 	}
+	c.ringsPosted.Add(1)
 	return nil
 }
 

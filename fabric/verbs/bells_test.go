@@ -65,20 +65,50 @@ func reapRings(t testing.TB, fc fabric.Conn) {
 	}
 }
 
-// quiet checks that no bell of b rings (after letting in-flight rings land
-// and clearing bells in want, which must have rung).
-func expectBells(t testing.TB, b fabric.Doorbells, n int, want ...int) {
+// settle waits until the listener has rung the bells of every ring the
+// given dialer connections posted and no drain is midway, so none is
+// still in flight: a fixed
+// sleep is not enough on a loaded machine or in the VM, where a ring can
+// take milliseconds to land.
+func settle(t testing.TB, b fabric.Doorbells, dialers ...fabric.Conn) {
 	t.Helper()
-	time.Sleep(50 * time.Millisecond) // let the listener's drain catch up
+	hub := b.(bellListener).hub
+	var sent uint64
+	for _, d := range dialers {
+		sent += connOf(t, d).ringsPosted.Load()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for hub.received.Load() < sent || hub.draining.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d rings received after 30s", hub.received.Load(), sent)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// expectBells checks that exactly the bells in want rang and no other,
+// once every ring the dialers posted has landed (settle).
+func expectBells(t testing.TB, b fabric.Doorbells, n int, dialers []fabric.Conn, want ...int) {
+	t.Helper()
+	settle(t, b, dialers...)
 	for _, i := range want {
 		if rang, err := b.WaitBell(i, 5*time.Second); err != nil || !rang {
 			t.Fatalf("bell %d did not ring: %v %v", i, rang, err)
 		}
 	}
 	for i := 0; i < n; i++ {
-		if rang, err := b.WaitBell(i, 10*time.Millisecond); err != nil || rang {
+		if rang, err := b.WaitBell(i, 0); err != nil || rang {
 			t.Fatalf("bell %d rang unexpectedly (or failed): %v %v", i, rang, err)
 		}
+	}
+}
+
+// clearBells settles and then clears every bell of b.
+func clearBells(t testing.TB, b fabric.Doorbells, n int, dialers ...fabric.Conn) {
+	t.Helper()
+	settle(t, b, dialers...)
+	for i := 0; i < n; i++ {
+		b.WaitBell(i, 0)
 	}
 }
 
@@ -121,13 +151,14 @@ func TestDoorbellLatency(t *testing.T) {
 		}
 		lat = append(lat, (<-woke).Sub(start))
 		reapRings(t, l.D)
+		settle(t, bells, l.D)
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	t.Logf("ring -> WaitBell wake over %d rings: min %v, median %v, p90 %v, max %v", n, lat[0], lat[n/2], lat[n*9/10], lat[n-1])
 	if lat[n/2] > time.Second {
 		t.Fatalf("median wake latency %v", lat[n/2])
 	}
-	expectBells(t, bells, 2)
+	expectBells(t, bells, 2, []fabric.Conn{l.D})
 }
 
 // TestDoorbellOutOfRange: bells the acceptor does not offer are ignored by
@@ -152,12 +183,12 @@ func TestDoorbellOutOfRange(t *testing.T) {
 		}
 	}
 	reapRings(t, l.D)
-	expectBells(t, bells, 2)
+	expectBells(t, bells, 2, []fabric.Conn{l.D})
 	if err := r.RingBell(1); err != nil {
 		t.Fatal(err)
 	}
 	reapRings(t, l.D)
-	expectBells(t, bells, 2, 1)
+	expectBells(t, bells, 2, []fabric.Conn{l.D}, 1)
 	if l.D.Err() != nil || l.A.Err() != nil {
 		t.Fatalf("connection broken: %v / %v", l.D.Err(), l.A.Err())
 	}
@@ -267,19 +298,18 @@ func TestDoorbellFlood(t *testing.T) {
 	if w == 0 {
 		t.Fatal("no bell woke during the flood")
 	}
-	for i := 0; i < nb; i++ { // clear what is left
-		bells.WaitBell(i, time.Millisecond)
-	}
-	expectBells(t, bells, nb)
+	both := []fabric.Conn{l.D, l2.D}
+	clearBells(t, bells, nb, both...) // what the flood left
+	expectBells(t, bells, nb, both)
 	// The other connection's rings get through, and so do this one's.
 	if err := ringerOf(t, l2.D).RingBell(3); err != nil {
 		t.Fatal(err)
 	}
-	expectBells(t, bells, nb, 3)
+	expectBells(t, bells, nb, both, 3)
 	if err := r.RingBell(0); err != nil {
 		t.Fatal(err)
 	}
-	expectBells(t, bells, nb, 0)
+	expectBells(t, bells, nb, both, 0)
 	if err := fabric.Read(l.D, l.DR, 0, l.ToA, 0, 8); err != nil {
 		t.Fatalf("READ after flood: %v", err)
 	}
@@ -318,14 +348,15 @@ func TestDoorbellAfterPeerClose(t *testing.T) {
 	if err := r.RingBell(1); !errors.Is(err, fabric.ErrClosed) {
 		t.Fatalf("RingBell after Close: %v, want ErrClosed", err)
 	}
-	for i := 0; i < 2; i++ {
-		bells.WaitBell(i, time.Millisecond)
-	}
+	// Some of l's rings died with its acceptor; the rest have landed once
+	// no drain is midway (the acceptor's Close waited for the drain lock).
+	clearBells(t, bells, 2)
 	l2 := dialLink(t, ln, fabric.Options{}, 4096)
 	if err := ringerOf(t, l2.D).RingBell(1); err != nil {
 		t.Fatal(err)
 	}
-	expectBells(t, bells, 2, 1)
+	reapRings(t, l2.D)
+	expectBells(t, bells, 2, []fabric.Conn{l2.D}, 1)
 }
 
 // TestDoorbellListenerClosed: accepted connections keep their bells'

@@ -42,10 +42,11 @@ type conn struct {
 	maxInline int
 
 	// doorbells
-	hub       *bellHub         // acceptor of a listener with bells; holds a reference
-	rcq       *C.struct_ibv_cq // acceptor with bells: receive CQ on the hub's channel
-	peerBells int              // dialer: bells the acceptor offers
-	ringsOut  atomic.Int32     // dialer: rings whose completion Poll has not reaped
+	hub         *bellHub         // acceptor of a listener with bells; holds a reference
+	rcq         *C.struct_ibv_cq // acceptor with bells: receive CQ on the hub's channel
+	peerBells   int              // dialer: bells the acceptor offers
+	ringsOut    atomic.Int32     // dialer: rings whose completion Poll has not reaped
+	ringsPosted atomic.Uint64    // dialer: rings posted in all
 
 	initDepth, respRes uint8 // RDMA READ credits for the handshake
 	peerData           []byte

@@ -66,16 +66,18 @@ func (c *conn) Post(ops []fabric.Op) error {
 	for i := range ops {
 		op := &ops[i]
 		r := op.Local
-		if r == nil {
-			return fabric.ErrLocalAccess
+		var idx int
+		owned := false
+		if r != nil {
+			h := r.Handle()
+			idx = int(uint32(h))
+			owned = uint32(h>>32) == c.tag && idx < len(c.regs) && c.regs[idx].live && c.regs[idx].fr == r
 		}
-		h := r.Handle()
-		idx := int(uint32(h))
-		if uint32(h>>32) != c.tag || idx >= len(c.regs) || !c.regs[idx].live || c.regs[idx].fr != r {
-			return fabric.ErrLocalAccess
+		if err := fabric.CheckOp(i, op, owned); err != nil {
+			return err
 		}
-		if op.LocalOff < 0 || op.Len < 0 || op.Len > r.Len()-op.LocalOff || op.Len > 1<<31 {
-			return fabric.ErrLocalAccess
+		if op.Len > 1<<31 {
+			return fmt.Errorf("%w: op %d: %d bytes, at most 2 GiB in one op", fabric.ErrLocalAccess, i, op.Len)
 		}
 		reg := c.regs[idx]
 		jo := &c.jops[i]
@@ -89,8 +91,6 @@ func (c *conn) Post(ops []fabric.Op) error {
 			if op.Len > 0 && op.Len <= c.maxInline {
 				jo.flags = C.JK_INLINE
 			}
-		default:
-			return fmt.Errorf("verbs: op %d: bad kind %d", i, op.Kind)
 		}
 		seq := q.posted + uint64(i)
 		since++

@@ -317,6 +317,7 @@ int jk_bell_drain(jk_bellchan *b, int max_events) {
 				if (wc->status != IBV_WC_SUCCESS) continue; // QP failed: receives flushed
 				ok++;
 				if (wc->opcode == IBV_WC_RECV && (wc->wc_flags & IBV_WC_WITH_IMM)) {
+					b->recvd++;
 					uint32_t bell = ntohl(wc->imm_data);
 					if (bell < JK_BELL_BITS) b->rung[bell / 64] |= 1ULL << (bell % 64);
 				}

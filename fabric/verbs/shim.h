@@ -72,10 +72,12 @@ int jk_port_num(struct rdma_cm_id *id);
 enum { JK_BELL_WC = 32, JK_BELL_BITS = 256 };
 
 // A listener's completion channel on one device, with the C arrays its
-// drain uses. rung is the bitmap of bells the last drain saw rung.
+// drain uses. rung is the bitmap of bells the last drain saw rung; recvd
+// counts every ring received since the channel was made.
 typedef struct {
 	struct ibv_comp_channel *ch;
 	uint64_t rung[JK_BELL_BITS / 64];
+	uint64_t recvd;
 	struct ibv_wc wc[JK_BELL_WC];
 	struct ibv_recv_wr rwr[JK_BELL_WC];
 } jk_bellchan;

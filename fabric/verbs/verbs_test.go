@@ -78,51 +78,11 @@ type link struct {
 
 func dialLink(t testing.TB, ln fabric.Listener, o fabric.Options, size int) *link {
 	t.Helper()
-	ctx := ctxT(t)
-	type res struct {
-		c   fabric.Conn
-		r   *fabric.Region
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		s, err := ln.Accept(ctx)
-		if err != nil {
-			ch <- res{err: err}
-			return
-		}
-		r, err := s.Alloc(size)
-		if err != nil {
-			s.Close()
-			ch <- res{err: err}
-			return
-		}
-		var b [fabric.DescSize]byte
-		r.Desc().Put(b[:])
-		c, err := s.Establish(ctx, b[:])
-		ch <- res{c, r, err}
-	}()
-	s, err := fabric.Dial(ctx, ln.Addr(), o)
-	if err != nil {
-		t.Fatal("Dial:", err)
-	}
-	dr, err := s.Alloc(size)
-	if err != nil {
-		t.Fatal("Alloc:", err)
-	}
-	d, err := s.Establish(ctx, []byte("hello"))
-	if err != nil {
-		t.Fatal("Establish:", err)
-	}
-	r := <-ch
-	if r.err != nil {
-		t.Fatal("accept side:", r.err)
-	}
-	toA, err := fabric.ParseDesc(d.PeerData())
+	p, err := fabrictest.Connect(ctxT(t), ln, o, size, size, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &link{D: d, A: r.c, DR: dr, AR: r.r, ToA: toA}
+	l := &link{D: p.D, A: p.A, DR: p.DReg, AR: p.AReg, ToA: p.ToA}
 	t.Cleanup(func() { l.D.Close(); l.A.Close() })
 	return l
 }
@@ -425,13 +385,7 @@ func TestPeerKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.Alloc(4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b [fabric.DescSize]byte
-	r.Desc().Put(b[:])
-	c, err := s.Establish(ctx, b[:])
+	c, r, err := fabrictest.Grant(ctx, s, 4096, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

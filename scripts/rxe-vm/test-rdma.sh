@@ -8,6 +8,8 @@
 #   RDMA_TEST_PKGS   packages to test          (default: ./fabric/verbs)
 #   RDMA_BENCH_PKGS  packages to benchmark     (default: ./fabric/verbs; "" for none)
 #   RDMA_BENCHTIME   -test.benchtime for those (default: 300ms; TCG is slow)
+#   RDMA_STRESS      `jakiro-bench stress` duration over rdma:// against a real
+#                    `jakiro server` (scripts/stress.sh; default: 5s; "" for none)
 #   RDMA_VM_TIMEOUT  seconds for the whole VM  (default: 600)
 #   RXE_LOG          where the VM console log is kept (default: scripts/rxe-vm/cache/test-rdma.log)
 # Exits non-zero if any package fails, a benchmark fails, or rxe0 is missing in the VM.
@@ -72,6 +74,18 @@ cd "/mnt/host/${pkg#./}" && /opt/bin/$name -test.run='^\$' -test.bench=. -test.b
 rc=\$?; [ \$rc = 0 ] && echo "=== test-rdma: ok   bench $pkg" || { echo "=== test-rdma: FAIL bench $pkg (exit \$rc)"; fail=1; }
 EOS
 done
+STRESS=${RDMA_STRESS-5s}
+if [ -n "$STRESS" ]; then
+  echo "test-rdma: go build -tags rdma ./cmd/jakiro ./cmd/jakiro-bench (stress)" >&2
+  go build -tags rdma -o "$W/jakiro" ./cmd/jakiro
+  go build -tags rdma -o "$W/jakiro-bench" ./cmd/jakiro-bench
+  FILES+=(-f "$W/jakiro" -f "$W/jakiro-bench")
+  cat >> "$W/vm-run.sh" <<EOS
+echo "=== test-rdma: stress over rdma:// for $STRESS (every mode, 3 processes)"
+cd /mnt/host && BIN=/opt/bin sh scripts/stress.sh rdma --duration $STRESS --mode all
+rc=\$?; [ \$rc = 0 ] && echo "=== test-rdma: ok   stress" || { echo "=== test-rdma: FAIL stress (exit \$rc)"; fail=1; }
+EOS
+fi
 echo 'exit $fail' >> "$W/vm-run.sh"
 chmod +x "$W/vm-run.sh"
 echo "test-rdma: built in $(( $(date +%s) - t0 ))s; booting the VM (log: $RXE_LOG)" >&2

@@ -1,0 +1,259 @@
+package client
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+// Redial backoff: the first attempt follows a loss quickly (a server
+// restarted by a supervisor is back in milliseconds), later ones double
+// up to backoffMax, so a server that comes back is served again within
+// about backoffMax plus one dial.
+const (
+	backoffMin   = 10 * time.Millisecond
+	backoffMax   = 400 * time.Millisecond
+	redialBound  = 3 * time.Second // one redial attempt, handshake included
+	backoffScale = 2
+)
+
+// backoff is the jittered wait before redial attempt n (0-based): a
+// uniform draw in [d/2, d] with d = backoffMin·2ⁿ capped at backoffMax,
+// so many clients of one restarted server do not redial in lockstep.
+func backoff(n int) time.Duration {
+	d := backoffMin
+	for i := 0; i < n && d < backoffMax; i++ {
+		d *= backoffScale
+	}
+	d = min(d, backoffMax)
+	return d/2 + rand.N(d/2+1)
+}
+
+// server is one server of a Client: its live connection (nil while
+// down) and the background redial that replaces a lost one. Operations
+// read cur without a lock; everything else is under mu.
+type server struct {
+	addr   string
+	cfg    config
+	cur    atomic.Pointer[conn]
+	ctx    context.Context // canceled by close: ends the watcher and redial goroutines
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu         sync.Mutex
+	closed     bool
+	down       error // why cur is nil; nil while connected
+	lost       error // the last loss, for callers that saw it happen
+	retired    Counters
+	reconnects int
+}
+
+func newServer(addr string, cfg config) *server {
+	s := &server{addr: addr, cfg: cfg}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// connect dials once. On failure the server stays down; redialLater
+// keeps trying.
+func (s *server) connect(ctx context.Context) error {
+	cn, err := dial(ctx, s.addr, s.cfg)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.down = &unavailableError{addr: s.addr, dial: err}
+		return err
+	}
+	s.attachLocked(cn)
+	return nil
+}
+
+// redialLater starts redialing a server that is down.
+func (s *server) redialLater() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed && s.cur.Load() == nil {
+		s.wg.Add(1)
+		go s.redial()
+	}
+}
+
+// attachLocked makes cn the live connection and watches it: a peer that
+// dies closes cn.done, and the server redials before anyone calls.
+func (s *server) attachLocked(cn *conn) {
+	s.cur.Store(cn)
+	s.down = nil
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-cn.done():
+			s.lose(cn, fabric.ErrPeerGone)
+		case <-s.ctx.Done():
+		}
+	}()
+}
+
+// lose retires cn after it failed (cause, unless the engine knows
+// better) and starts redialing. Only the first report of a loss counts.
+func (s *server) lose(cn *conn, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.cur.Load() != cn {
+		return
+	}
+	if err := cn.err(); err != nil {
+		cause = err
+	}
+	s.cur.Store(nil)
+	s.retired = s.retired.Add(cn.counters())
+	cn.close() // its waiters fail now; their callers see s.down
+	s.lost = &unavailableError{addr: s.addr, lost: cause}
+	s.down = s.lost
+	s.wg.Add(1)
+	go s.redial()
+}
+
+// redial dials with backoff until it connects or the client closes.
+func (s *server) redial() {
+	defer s.wg.Done()
+	for n := 0; ; n++ {
+		t := time.NewTimer(backoff(n))
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, redialBound)
+		cn, err := dial(ctx, s.addr, s.cfg)
+		cancel()
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			if cn != nil {
+				cn.close()
+			}
+			return
+		}
+		if err != nil {
+			u := &unavailableError{addr: s.addr, dial: err}
+			if s.lost != nil {
+				u.lost = s.lost.(*unavailableError).lost
+			}
+			s.down = u
+			s.mu.Unlock()
+			continue
+		}
+		s.reconnects++
+		s.attachLocked(cn)
+		s.mu.Unlock()
+		return
+	}
+}
+
+// conn is the live connection, or the error that says why there is none.
+func (s *server) conn() (*conn, error) {
+	if cn := s.cur.Load(); cn != nil {
+		return cn, nil
+	}
+	return s.connSlow()
+}
+
+func (s *server) connSlow() (*conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if cn := s.cur.Load(); cn != nil {
+		return cn, nil
+	}
+	return nil, s.down
+}
+
+// opErr turns an operation's error on cn into what its caller gets: the
+// server's answers and context errors as they are; a connection that
+// failed under it becomes ErrUnavailable wrapping ErrConnLost and the
+// cause, and a redial starts.
+func (s *server) opErr(cn *conn, err error) error {
+	switch err {
+	case ErrNotFound, ErrTooLarge, ErrNoMemory, ErrBadKey, ErrBadRequest:
+		return err // the server answered: no need to look at the connection
+	}
+	if cn.err() == nil && s.cur.Load() == cn {
+		return err
+	}
+	s.lose(cn, err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.lost
+}
+
+// close disconnects for good and waits for the background goroutines.
+func (s *server) close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.cancel()
+	cn := s.cur.Swap(nil)
+	var err error
+	if cn != nil {
+		s.retired = s.retired.Add(cn.counters())
+		err = cn.close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+// counters are the server's counters over all its connections.
+func (s *server) counters() Counters {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum := s.retired
+	if cn := s.cur.Load(); cn != nil {
+		sum = sum.Add(cn.counters())
+	}
+	return sum
+}
+
+// unavailableError says which server is down and why: the connection
+// was lost (lost), a dial failed (dial), or both while redialing.
+type unavailableError struct {
+	addr string
+	lost error
+	dial error
+}
+
+func (e *unavailableError) Error() string {
+	msg := "jakiro: server " + e.addr + " unavailable: "
+	switch {
+	case e.lost != nil && e.dial != nil:
+		return msg + "connection lost (" + e.lost.Error() + "); redial: " + e.dial.Error()
+	case e.lost != nil:
+		return msg + "connection lost: " + e.lost.Error()
+	}
+	return msg + e.dial.Error()
+}
+
+func (e *unavailableError) Unwrap() []error {
+	errs := []error{ErrUnavailable}
+	if e.lost != nil {
+		errs = append(errs, ErrConnLost, e.lost)
+	}
+	if e.dial != nil {
+		errs = append(errs, e.dial)
+	}
+	return errs
+}

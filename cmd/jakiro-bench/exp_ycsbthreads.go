@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/magiconair/properties"
+
+	"github.com/jakiro-kv/jakiro/ycsb"
+)
+
+// runYCSBThreads: go-ycsb read-only (uniform keys) at 8 to 1,024 threads,
+// each thread with its own connection, against one Jakiro server at its
+// defaults: throughput should hold as threads (connections) grow. The
+// thread counts interleave within each repetition.
+func runYCSBThreads(e *env) error {
+	threads := []int{8, 64, 256, 1024}
+	if e.Quick {
+		threads = []int{8, 64}
+	}
+	runDur := 2 * e.Duration
+	base, source := paperProps("paper-uniform")
+	records := min(e.Keys, int(base.GetInt64("recordcount", 100000)))
+	o := serverOpts{Defaults: true}
+	srv, err := startServer(o)
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	p := properties.NewProperties()
+	p.Merge(base)
+	p.Set("recordcount", fmt.Sprint(records))
+	p.Set(ycsb.PropAddr, srv.Addr)
+	p.Set("threadcount", "4")
+	if lr, err := ycsb.Run(e.Ctx, ycsb.RunConfig{DB: "jakiro", Props: p, Load: true}); err != nil || lr.Errors > 0 {
+		return fmt.Errorf("load: %v (%d errors)", err, lr.Errors)
+	}
+	p.Set("readproportion", "1")
+	p.Set("updateproportion", "0")
+	ops := map[int][]float64{}
+	last := map[int]*ycsb.Result{}
+	for rep := 0; rep < e.reps(); rep++ {
+		for _, th := range threads {
+			p.Set("threadcount", fmt.Sprint(th))
+			r, err := ycsb.Run(e.Ctx, ycsb.RunConfig{DB: "jakiro", Props: p, Duration: runDur})
+			if err != nil {
+				return fmt.Errorf("%d threads: %w", th, err)
+			}
+			ops[th] = append(ops[th], r.OpsPerSec())
+			last[th] = r
+			e.logf("  rep %d %4d threads: %9.0f ops/s  p50 %7.2f µs  p99 %8.2f µs  errors %d", rep+1, th, r.OpsPerSec(),
+				float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors)
+		}
+	}
+	best := 0.0
+	for _, th := range threads {
+		best = max(best, spreadOf(ops[th]).Med)
+	}
+	t := &table{Name: "ycsbthreads", Cols: append(append([]string{"threads", "reps"}, spreadCols("ops_per_sec")...), "p50_us", "p99_us", "errors", "round_trips_per_op", "vs_best"),
+		Settings: []string{e.idleSetting(), "server: " + o.withDefaults().String() + ", shm fabric",
+			"workload: " + source + fmt.Sprintf(" (recordcount=%d) with readproportion=1, updateproportion=0: read-only, uniform", records),
+			fmt.Sprintf("go-ycsb v1.0.1 in this process, one jakiro client per thread, batch.size=1; run bounded to %v; each point the median of %d interleaved repetitions", runDur, e.reps()),
+			"latency columns: the last repetition's"}}
+	s := series{Name: "jakiro (defaults)"}
+	for _, th := range threads {
+		sp := spreadOf(ops[th])
+		r := last[th]
+		t.add(append(append([]any{th, sp.N}, sp.vals()...), float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3,
+			r.Errors, fmt.Sprintf("%.3f", r.Counters.FabricOpsPerOp()), fmt.Sprintf("%.2f", sp.Med/best))...)
+		s.addSpread(float64(th), spread{Med: sp.Med / 1e6, Min: sp.Min / 1e6, Max: sp.Max / 1e6, N: sp.N})
+		e.logf("  %4d threads: %s ops/s, %.2f of the best", th, sp, sp.Med/best)
+	}
+	png := e.png("ycsbthreads")
+	if err := linePlot(png, "go-ycsb read-only, uniform, Jakiro at defaults (median, min–max)", "go-ycsb threads (connections)", "Mops", []series{s}, true); err != nil {
+		return err
+	}
+	return e.done(t, png)
+}

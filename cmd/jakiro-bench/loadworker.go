@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"math/rand"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/pingcap/go-ycsb/pkg/generator"
+
+	"github.com/jakiro-kv/jakiro/client"
+)
+
+// loadPhase is the clock every worker of a point follows: warming up
+// until measuring, then measuring until stop.
+type loadPhase struct {
+	measuring, stop atomic.Bool
+}
+
+// loadWorker drives one client: operations one at a time (window 1) or
+// batches of s.Window back to back, paced to interval if it is set.
+type loadWorker struct {
+	c        *client.Client
+	s        *loadSpec
+	ks       *keySet
+	phase    *loadPhase
+	interval time.Duration
+
+	ops, misses, errs int64
+	lat               *hdr.Histogram
+	before, after     client.Counters
+	err               error
+
+	r    *rand.Rand
+	zipf *generator.ScrambledZipfian
+	b    client.Batch
+	dst  []byte
+}
+
+func (w *loadWorker) run(ctx context.Context, seed int64) {
+	w.r = rand.New(rand.NewSource(seed))
+	if w.s.Zipf > 0 {
+		w.zipf = generator.NewScrambledZipfian(0, int64(len(w.ks.keys)-1), w.s.Zipf)
+	}
+	measured := false
+	next := time.Now()
+	for !w.phase.stop.Load() {
+		if !measured && w.phase.measuring.Load() {
+			measured = true
+			w.before = w.c.Counters()
+			w.ops, w.misses, w.errs = 0, 0, 0
+			w.lat.Reset()
+		}
+		t0 := time.Now()
+		if w.interval > 0 {
+			for t0.Before(next) { // pace: spin, yielding, until the scheduled start
+				runtime.Gosched()
+				t0 = time.Now()
+			}
+			t0, next = next, next.Add(w.interval)
+		}
+		if w.s.Window == 1 {
+			if !w.one(ctx, t0) {
+				return
+			}
+		} else if !w.batch(ctx, t0) {
+			return
+		}
+	}
+	w.after = w.c.Counters()
+}
+
+func (w *loadWorker) pick() int {
+	if w.zipf != nil {
+		return int(w.zipf.Next(w.r))
+	}
+	return w.r.Intn(len(w.ks.keys))
+}
+
+// one runs a single operation; false stops the worker.
+func (w *loadWorker) one(ctx context.Context, t0 time.Time) bool {
+	k := w.pick()
+	var err error
+	if w.r.Float64() < w.s.GetRatio {
+		w.dst, err = w.c.GetTo(ctx, w.ks.keys[k], w.dst[:0])
+	} else {
+		err = w.c.Put(ctx, w.ks.keys[k], w.ks.value[:w.ks.sizes[k]], 0)
+	}
+	w.lat.RecordValue(int64(time.Since(t0)))
+	w.ops++
+	switch {
+	case errors.Is(err, client.ErrNotFound):
+		w.misses++
+	case err != nil:
+		w.errs++
+		w.err = err
+		if ctx.Err() != nil || errors.Is(err, client.ErrClosed) {
+			return false
+		}
+	}
+	return true
+}
+
+// batch runs s.Window operations as one batch; false stops the worker.
+func (w *loadWorker) batch(ctx context.Context, t0 time.Time) bool {
+	w.b.Reset()
+	for j := 0; j < w.s.Window; j++ {
+		k := w.pick()
+		if w.r.Float64() < w.s.GetRatio {
+			w.b.Get(w.ks.keys[k])
+		} else {
+			w.b.Put(w.ks.keys[k], w.ks.value[:w.ks.sizes[k]], 0)
+		}
+	}
+	if err := w.c.Run(ctx, &w.b); err != nil {
+		w.err = err
+		w.errs += int64(w.s.Window)
+		return false
+	}
+	w.lat.RecordValues(int64(time.Since(t0)), int64(w.s.Window))
+	w.ops += int64(w.s.Window)
+	for j := 0; j < w.b.Len(); j++ {
+		if _, err := w.b.Result(j); errors.Is(err, client.ErrNotFound) {
+			w.misses++
+		} else if err != nil {
+			w.errs++
+			w.err = err
+		}
+	}
+	return true
+}

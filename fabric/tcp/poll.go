@@ -1,0 +1,116 @@
+package tcp
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// The provider's netpoller: a fixed set of goroutines, each blocked in
+// epoll_wait(2) on its own epoll instance, serve every established
+// connection's socket events, so the threads do not grow with the
+// connections. Why not Go's netpoller: applications busy-poll Poll on
+// every P (a Gosched loop), and a P only runs the netpoller when it runs
+// out of goroutines, so a ready socket would wait for sysmon (up to
+// 10 ms). A thread returning from epoll_wait instead gets back in through
+// the global run queue at the next Gosched of any spinner.
+
+// poller is one epoll instance and the goroutine that waits on it.
+type poller struct {
+	epfd  int
+	rxbuf []byte // the rx buffer of this poller's goroutine
+
+	mu    sync.RWMutex
+	conns map[uint64]*conn
+}
+
+var (
+	pollersOnce sync.Once
+	pollers     []*poller
+	pollersErr  error
+	nextPoller  atomic.Uint32
+	nextToken   atomic.Uint64
+)
+
+// numPollers: one per two Ps, at least one, at most eight.
+func numPollers() int { return max(1, min(runtime.GOMAXPROCS(0)/2, 8)) }
+
+// pollerFor picks a poller for a new connection, round robin.
+func pollerFor() (*poller, error) {
+	pollersOnce.Do(func() {
+		for range numPollers() {
+			fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+			if err != nil {
+				pollersErr = fmt.Errorf("fabric/tcp: epoll_create: %w", err)
+				return
+			}
+			p := &poller{epfd: fd, rxbuf: make([]byte, rxBufSize), conns: map[uint64]*conn{}}
+			pollers = append(pollers, p)
+			go p.loop()
+		}
+	})
+	if pollersErr != nil {
+		return nil, pollersErr
+	}
+	return pollers[int(nextPoller.Add(1))%len(pollers)], nil
+}
+
+// add registers c's socket, edge-triggered for input and for room to
+// send: the connection reads until the socket is empty, and flushes when
+// it has room again.
+func (p *poller) add(c *conn) error {
+	c.token = nextToken.Add(1)
+	p.mu.Lock()
+	p.conns[c.token] = c
+	p.mu.Unlock()
+	ev := unix.EpollEvent{
+		Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET,
+		Fd:     int32(uint32(c.token)),
+		Pad:    int32(uint32(c.token >> 32)),
+	}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
+		p.mu.Lock()
+		delete(p.conns, c.token)
+		p.mu.Unlock()
+		return fmt.Errorf("fabric/tcp: epoll_ctl: %w", err)
+	}
+	return nil
+}
+
+// remove stops c's events; an event already taken may still be served,
+// which the connection's locks and dead flag make harmless.
+func (p *poller) remove(c *conn) {
+	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+	p.mu.Lock()
+	delete(p.conns, c.token)
+	p.mu.Unlock()
+}
+
+func (p *poller) loop() {
+	events := make([]unix.EpollEvent, 256)
+	for {
+		n, err := unix.EpollWait(p.epfd, events, -1)
+		if err != nil {
+			continue // EINTR
+		}
+		for i := range events[:n] {
+			ev := &events[i]
+			token := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+			p.mu.RLock()
+			c := p.conns[token]
+			p.mu.RUnlock()
+			if c == nil {
+				continue
+			}
+			if ev.Events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+				c.onWritable()
+			}
+			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+				c.kickRead(p.rxbuf, ev.Events&(unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0)
+			}
+		}
+	}
+}

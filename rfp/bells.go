@@ -1,0 +1,27 @@
+package rfp
+
+// The doorbell contract between clients and server partitions. A partition
+// polls only the sessions that had work recently (its polled set) and may
+// block on its doorbell when none has; a client rings so that a request
+// never waits on a partition that is not looking at it:
+//
+//   - A client rings partition p's bell with a request to p when it has not
+//     posted a request to p for QuietRing.
+//   - A client whose request stays unanswered rings again after RingAfter,
+//     then after twice as long each time, up to MaxRingGap; at most one such
+//     ring per partition at a time.
+//   - A partition keeps a session in its polled set for at least ActiveHold
+//     after that session's last request, and blocks on its bell only after
+//     it has seen no request for at least IdleBeforeSleep; after any ring it
+//     looks at every session.
+//
+// ActiveHold and IdleBeforeSleep exceed QuietRing by a margin for delivery
+// delays, so a request sent without a ring lands while its session is
+// still polled. All values are nanoseconds.
+const (
+	QuietRing       = 50_000
+	RingAfter       = 1_000_000
+	MaxRingGap      = 1_000_000_000
+	ActiveHold      = 1_000_000
+	IdleBeforeSleep = 2 * QuietRing
+)

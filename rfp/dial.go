@@ -1,0 +1,60 @@
+package rfp
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+)
+
+// DialConfig is the client's side of the handshake.
+type DialConfig struct {
+	// Slots asks the server for rings this deep (a window over its
+	// default); 0 takes the server's.
+	Slots  int
+	Fabric fabric.Options
+	// AuthToken is presented to the server; empty takes $JAKIRO_AUTH_TOKEN
+	// (AuthTokenEnv), if set.
+	AuthToken string
+}
+
+// Link is a client's established connection to a server: the fabric
+// connection, the client's local region (the grant's geometry; its
+// descriptor is in the grant's control block already) and what the server
+// granted. An Engine runs the protocol over it; Conn.Close ends it.
+type Link struct {
+	Conn    fabric.Conn
+	Local   *fabric.Region
+	Welcome Welcome
+}
+
+// Dial connects to a Jakiro server: handshake, local region, control block.
+func Dial(ctx context.Context, addr string, cfg DialConfig) (*Link, error) {
+	setup, err := fabric.Dial(ctx, addr, cfg.Fabric)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := setup.Establish(ctx, Hello{Version: Version, Slots: uint16(cfg.Slots)}.withAuth(cfg.authToken()).Put())
+	if err != nil {
+		setup.Close()
+		return nil, err
+	}
+	w, err := ParseWelcome(conn.PeerData())
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	local, err := conn.Alloc(w.Layout.Size())
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	// The server finds reply-mode responses' destination here. Nothing
+	// else is outstanding yet, so a blocking WRITE will do.
+	n := PutControl(local.Bytes(), local.Desc())
+	if err := fabric.Write(conn, local, 0, w.Grant, 0, n); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("rfp: writing control block: %w", err)
+	}
+	return &Link{Conn: conn, Local: local, Welcome: w}, nil
+}

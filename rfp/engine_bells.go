@@ -1,0 +1,118 @@
+package rfp
+
+import "math"
+
+// bellState is the client's side of the doorbell contract (bells.go), per
+// partition: a ring with a request after a quiet spell, and one ring
+// schedule while requests stay unanswered, backing off from RingAfter to
+// MaxRingGap.
+type bellState struct {
+	on         bool
+	rings      []int   // partitions to ring once the pending ops are posted
+	queued     []bool  // per partition: in rings
+	lastSubmit []int64 // per partition: when the last request was submitted
+	unanswered []int   // per partition: requests sent and not answered
+	ringAt     []int64 // per partition: the next ring for unanswered requests (Never: none wait)
+	gap        []int64 // per partition: the wait after that ring
+}
+
+func newBellState(partitions int, on bool) bellState {
+	b := bellState{on: on}
+	if !on {
+		return b
+	}
+	b.rings = make([]int, 0, partitions)
+	b.queued = make([]bool, partitions)
+	b.lastSubmit = make([]int64, partitions)
+	b.unanswered = make([]int, partitions)
+	b.ringAt = make([]int64, partitions)
+	b.gap = make([]int64, partitions)
+	for p := range b.lastSubmit {
+		b.lastSubmit[p] = math.MinInt64 / 2 // the first request rings: the partition may sleep
+		b.ringAt[p] = Never
+	}
+	return b
+}
+
+// ring queues a ring of p and counts it; a ring already queued covers it.
+func (e *Engine) ring(p int) {
+	b := &e.bells
+	if b.queued[p] {
+		return
+	}
+	b.queued[p] = true
+	b.rings = append(b.rings, p)
+	e.stats.Rings++
+}
+
+func (b *bellState) rang() {
+	for _, p := range b.rings {
+		b.queued[p] = false
+	}
+	b.rings = b.rings[:0]
+}
+
+// bellsOnSubmit: a request to p rings p when nothing went to p for
+// QuietRing (the partition may have stopped polling this client or gone
+// to sleep), and starts p's schedule if none runs.
+func (e *Engine) bellsOnSubmit(p int, now int64) {
+	b := &e.bells
+	if !b.on {
+		return
+	}
+	quiet := now-b.lastSubmit[p] > QuietRing
+	b.lastSubmit[p] = now
+	b.unanswered[p]++
+	if quiet {
+		e.ring(p)
+	}
+	if quiet || b.ringAt[p] == Never {
+		b.ringAt[p], b.gap[p] = now+RingAfter, 2*RingAfter
+		e.next = min(e.next, b.ringAt[p])
+	}
+}
+
+// bellsOnAnswer: p answered, so it is awake; its schedule restarts from
+// now for the requests still unanswered, or stops.
+func (e *Engine) bellsOnAnswer(p int, now int64) {
+	b := &e.bells
+	if !b.on {
+		return
+	}
+	b.unanswered[p]--
+	if b.unanswered[p] > 0 {
+		b.ringAt[p], b.gap[p] = now+RingAfter, 2*RingAfter
+	} else {
+		b.ringAt[p] = Never
+	}
+}
+
+// tickBells rings the partitions whose schedule fell due and returns the
+// next ring time.
+func (e *Engine) tickBells(now int64) int64 {
+	b := &e.bells
+	next := Never
+	if !b.on {
+		return next
+	}
+	for p, at := range b.ringAt {
+		if at <= now {
+			e.ring(p)
+			b.ringAt[p] = now + b.gap[p]
+			b.gap[p] = min(2*b.gap[p], MaxRingGap)
+			e.refetchSoon(p)
+			at = b.ringAt[p]
+		}
+		next = min(next, at)
+	}
+	return next
+}
+
+// refetchSoon restarts the retry backoff of p's requests: the partition is
+// waking, so their results may come any moment now.
+func (e *Engine) refetchSoon(p int) {
+	slots := e.layout.Slots
+	for i := p * slots; i < (p+1)*slots; i++ {
+		e.ops[i].reads = 0
+	}
+}

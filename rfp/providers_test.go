@@ -1,0 +1,4 @@
+package rfp
+
+// The handshake tests dial real fabrics.
+import _ "github.com/jakiro-kv/jakiro/fabric/providers"
