@@ -25,10 +25,11 @@ type partition struct {
 	id      int
 	srv     *Server
 	kv      *kv.Partition
-	seen    atomic.Uint64 // session-list generation this goroutine has moved to
+	seen    atomic.Uint64 // session-list generation this goroutine has moved to, or asleep
 	stopped atomic.Bool
 
-	all    []*peer // every peer, as of generation seen
+	held   uint64  // the generation of all
+	all    []*peer // every peer, as of generation held
 	polled []*peer // peers with a request in the last rfp.ActiveHold
 	// warm are peers that left the polled set within warmHold: after a
 	// ring the ringer is most likely one of them, so they are looked at
@@ -110,13 +111,19 @@ func (p *partition) stats() PartitionStats {
 func (p *partition) reload() {
 	s := p.srv
 	gen := s.gen.Load()
-	if gen == p.seen.Load() {
+	if gen == p.held {
 		return
 	}
 	p.all = *s.list.Load()
+	p.held = gen
 	p.seen.Store(gen)
 	p.prune(0, 0, true)
 }
+
+// wake ends an asleep spell: the partition says again which list it
+// holds before it loads a newer one. Were it to load first, a reaper
+// that still saw asleep could free a peer of the list just loaded.
+func (p *partition) wake() { p.seen.Store(p.held) }
 
 // prune moves from the polled set to the warm set the peers without a
 // request since before cutoff, drops from the warm set those without one
@@ -255,6 +262,7 @@ func (p *partition) run() {
 		p.publish(now) // nothing changes while asleep: stats stay true
 		p.seen.Store(asleep)
 		rang, _ := s.ln.WaitBell(p.id, time.Duration(houseAt+asleepHousekeep-now))
+		p.wake()
 		pass, idleSwept = -1, false
 		p.startSweep()
 		if rang {
