@@ -6,14 +6,19 @@ package rfp
 // never waits on a partition that is not looking at it:
 //
 //   - A client rings partition p's bell with a request to p when it has not
-//     posted a request to p for QuietRing.
+//     posted a request to p for QuietRing, and marks that request FlagRang;
+//     the ring follows the request's WRITE, so it never overtakes it.
 //   - A client whose request stays unanswered rings again after RingAfter,
 //     then after twice as long each time, up to MaxRingGap; at most one such
 //     ring per partition at a time.
 //   - A partition keeps a session in its polled set for at least ActiveHold
 //     after that session's last request, and blocks on its bell only after
-//     it has seen no request for at least IdleBeforeSleep; after any ring it
-//     looks at every session.
+//     it has seen no request for at least IdleBeforeSleep. After rings it
+//     looks at its polled and recently polled sessions, and then at every
+//     session unless those held a FlagRang request for each ring (where the
+//     fabric counts rings): a ring it cannot account for may come from any
+//     session. Rings of unanswered requests carry no mark, so they always
+//     bring the look at every session.
 //
 // ActiveHold and IdleBeforeSleep exceed QuietRing by a margin for delivery
 // delays, so a request sent without a ring lands while its session is

@@ -215,6 +215,9 @@ func (e *Engine) Submit(now int64, p int, op Op, key, value []byte, ttl uint32) 
 	if e.policy.Reply() {
 		flags = FlagReply
 	}
+	if e.bellsOnSubmit(p, now) {
+		flags |= FlagRang
+	}
 	off := l.ReqOff(p, s)
 	n := PutRequest(e.mem[off:off+l.ReqSlot], seq, op, flags, key, value, ttl)
 	rec := &e.ops[idx]
@@ -229,7 +232,6 @@ func (e *Engine) Submit(now int64, p int, op Op, key, value []byte, ttl uint32) 
 	e.pending = append(e.pending, fabric.Op{Kind: fabric.OpWrite, ID: uint64(idx)<<idShift | idWrite,
 		Local: e.local, LocalOff: off, Len: n, Remote: e.grant, RemoteOff: uint64(off)})
 	e.stats.Writes++
-	e.bellsOnSubmit(p, now)
 	return idx, nil
 }
 

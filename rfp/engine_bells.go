@@ -54,11 +54,12 @@ func (b *bellState) rang() {
 
 // bellsOnSubmit: a request to p rings p when nothing went to p for
 // QuietRing (the partition may have stopped polling this client or gone
-// to sleep), and starts p's schedule if none runs.
-func (e *Engine) bellsOnSubmit(p int, now int64) {
+// to sleep), and starts p's schedule if none runs. It reports whether
+// this request rings, so that it carries FlagRang.
+func (e *Engine) bellsOnSubmit(p int, now int64) bool {
 	b := &e.bells
 	if !b.on {
-		return
+		return false
 	}
 	quiet := now-b.lastSubmit[p] > QuietRing
 	b.lastSubmit[p] = now
@@ -70,6 +71,7 @@ func (e *Engine) bellsOnSubmit(p int, now int64) {
 		b.ringAt[p], b.gap[p] = now+RingAfter, 2*RingAfter
 		e.next = min(e.next, b.ringAt[p])
 	}
+	return quiet
 }
 
 // bellsOnAnswer: p answered, so it is awake; its schedule restarts from

@@ -22,6 +22,7 @@ type fakeServer struct {
 	store   map[string][]byte
 	stalled bool
 	served  int
+	rang    []string // keys of the served requests marked FlagRang, in order
 	// replyLate holds reply WRITEs back until flushReplies.
 	replyLate bool
 	replies   []fabric.Op
@@ -75,6 +76,9 @@ func (s *fakeServer) serveOne(p int) bool {
 		delete(s.store, string(r.Key))
 	default:
 		st = StatusBadRequest
+	}
+	if r.Flags&FlagRang != 0 {
+		s.rang = append(s.rang, string(r.Key))
 	}
 	size := SealResponse(slot, seq, st, n)
 	if r.Flags&FlagReply != 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/jakiro-kv/jakiro/fabric"
@@ -415,14 +416,19 @@ func TestEngineRingsAfterQuiet(t *testing.T) {
 	}
 	h.runUntil(func() bool { return h.e.Active() == 0 }, 100, 1e6)
 	h.now += QuietRing / 2
-	h.do(0, OpGet, []byte("a"), nil)
+	h.do(0, OpGet, []byte("b"), nil)
 	if n := len(h.rings); n != 2 {
 		t.Fatalf("%d rings after a request within QuietRing, want still 2", n)
 	}
 	h.now += QuietRing + 1
-	h.do(0, OpGet, []byte("a"), nil)
+	h.do(0, OpGet, []byte("d"), nil)
 	if n := len(h.rings); n != 3 || h.rings[2].p != 0 {
 		t.Fatalf("rings %v: want one more for partition 0 after a quiet spell", h.rings)
+	}
+	// The request that rang carries FlagRang, so the partition can tell
+	// the ringer without looking at every client; the others do not.
+	if got := strings.Join(h.srv.rang, ","); got != "a,c,d" {
+		t.Fatalf("requests marked FlagRang: %q, want a,c,d (one per ring)", got)
 	}
 	// A fabric without doorbells: no rings at all.
 	q := newHarness(t, 1, 8, 1024, EngineConfig{FetchDelayNS: -1})

@@ -104,12 +104,18 @@ func (l *Listener) WaitBell(p int, d time.Duration) (bool, error) {
 }
 
 // BellRings is how many times partition p's doorbell was rung (and seen),
-// where the fabric counts rings; 0 where it does not.
+// where the fabric counts rings (CountsRings); 0 where it does not.
 func (l *Listener) BellRings(p int) uint64 {
 	if rc, ok := l.ln.(fabric.RingCounter); ok {
 		return rc.BellRings(p)
 	}
 	return 0
+}
+
+// CountsRings reports whether BellRings counts rings on this fabric.
+func (l *Listener) CountsRings() bool {
+	_, ok := l.ln.(fabric.RingCounter)
+	return ok && l.bells != nil
 }
 
 // Clients is the number of sessions accepted and not closed yet.

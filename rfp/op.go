@@ -30,6 +30,10 @@ const (
 	// FlagReply asks the server to WRITE the response into the client's
 	// local region as well (server-reply and hybrid modes).
 	FlagReply uint8 = 1 << iota
+	// FlagRang says the client rang the partition's doorbell for this
+	// request (bells.go): a partition that finds it knows who rang and
+	// need not look at every session for the ringer.
+	FlagRang
 )
 
 // Limits of the wire format.

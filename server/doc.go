@@ -12,21 +12,23 @@
 // ring full waits its turn like the others), writing each result into the
 // client's response slot in server memory and, when the request asks for
 // it, WRITEing it into the client's memory too (reply and hybrid modes).
-// Every client is looked at (a sweep, 32 clients a pass beside the polled
-// set) only after the partition's doorbell rang, before it blocks on the
-// bell, and every 100 ms awake (every second asleep): a pass costs what the
-// active clients cost, not what the connected ones cost. Clients that left
-// the polled set within the last second (the warm set) are looked at at
-// once after a ring: the ringer is most likely one of them. Clients ring
-// when they start sending after a quiet spell (the contract is in
-// rfp/bells.go); a busy partition checks its bell every 20 µs.
+// Clients ring the partition's doorbell when they start sending after a
+// quiet spell, and mark the request that rang (the contract is in
+// rfp/bells.go); a busy partition checks its bell every 20 µs. After a
+// ring it looks at the clients that left the polled set within the last
+// second (the warm set): the ringer is most likely one of them. Every
+// client is looked at (a sweep, 32 clients a pass beside the polled set)
+// only after rings that the marked requests found do not account for, and
+// every 100 ms awake (every second asleep): a pass costs what the active
+// clients cost, not what the connected ones cost.
 //
 // # Idle
 //
 // A partition that finds no work keeps polling for Config.SpinIdle (at
 // least rfp.IdleBeforeSleep, 100 µs), giving its core to other processes
-// (sched_yield) past the first 10 µs, then sweeps once more and blocks on
-// its doorbell until a client rings or the next housekeeping sweep: an
+// (sched_yield) past the first 10 µs, then looks at its warm set once more
+// and blocks on its doorbell until a client rings or the next housekeeping
+// sweep: an
 // idle server uses no CPU. Fabrics without doorbells, and Config.IdlePoll,
 // poll every client every pass and doze in short nanosleeps instead.
 //

@@ -15,11 +15,12 @@ import (
 // partition's rings of every session.
 //
 // A pass looks at the partition's polled set: the peers that had a
-// request in the last rfp.ActiveHold. Every peer is looked at (a sweep,
-// sweepChunk peers per pass beside the polled set) only after a doorbell
-// ring, before blocking on the bell, and every housekeepEvery, so a pass
-// costs what the active clients cost, not what the connected ones cost
-// (the contract with clients is in rfp/bells.go).
+// request in the last rfp.ActiveHold, and after a doorbell ring and before
+// blocking on the bell at its warm set (recently polled). Every peer is
+// looked at (a sweep, sweepChunk peers per pass beside the polled set)
+// only after a ring that no FlagRang request explains, and every
+// housekeepEvery, so a pass costs what the active clients cost, not what
+// the connected ones cost (the contract with clients is in rfp/bells.go).
 // Fabrics without doorbells, and IdlePoll, look at every peer every pass.
 type partition struct {
 	id      int
@@ -37,17 +38,19 @@ type partition struct {
 	warm     []*peer
 	warmScan bool // look at the warm set in the next pass
 
+	// Rings not yet accounted for, and FlagRang requests found since the
+	// last accounting (ringAccounting): a pass that found a marked request
+	// for every ring needs no sweep to find the ringers.
+	countsRings bool // the fabric counts rings (else every ring sweeps)
+	ringsSeen   uint64
+	ringDebt    uint64
+	marks       uint64
+
 	sweeping  bool // a sweep is under way
 	sweepLeft int  // peers it has still to look at
 	sweepAt   int  // next index into all
-	sweepWork int  // requests found since it started
-	// sweepToSleep: the sweep only clears the way to blocking on the
-	// bell (no ring or housekeeping asked for it), so work ends it: with
-	// thousands of idle peers a sweep is costly, and every pause of the
-	// active clients longer than SpinIdle would start one.
-	sweepToSleep bool
-	reqs         [maxPerPass]rfp.Request
-	hashes       [maxPerPass]uint64
+	reqs      [maxPerPass]rfp.Request
+	hashes    [maxPerPass]uint64
 
 	served, dozes, errs, sweeps, bells uint64
 	pub                                atomic.Pointer[PartitionStats] // snapshot for other goroutines
@@ -78,6 +81,10 @@ const (
 	warmMax = 256
 	// sweepChunk bounds the peers a pass sweeps beside its polled set.
 	sweepChunk = 32
+	// maxMarks bounds the FlagRang requests kept to account for rings not
+	// read yet: a client marking requests it did not ring for can explain
+	// away at most this many other clients' rings (they ring again).
+	maxMarks = 64
 	// housekeepEvery: a sweep even without rings while awake;
 	// asleepHousekeep: the longest a partition blocks on its bell. A
 	// client whose ring got lost rings again (rfp.RingAfter), so an idle
@@ -165,7 +172,6 @@ func (p *partition) run() {
 	bells := s.ln.HasDoorbells() && !s.cfg.IdlePoll
 	spin := int64(s.cfg.SpinIdle)
 	var now, lastWork, bellAt, houseAt, pruneAt int64
-	idleSwept := false // a whole sweep found nothing since the last request
 	idlePasses := 0
 	p.startSweep()
 	for pass := 0; ; pass++ {
@@ -189,11 +195,7 @@ func (p *partition) run() {
 			}
 			if bells && now-bellAt >= bellCheckEvery {
 				bellAt = now
-				if rang, _ := s.ln.WaitBell(p.id, 0); rang {
-					p.bells++
-					p.startSweep()
-					p.warmScan = true
-				}
+				p.checkBell(0)
 			}
 			if now-houseAt >= housekeepEvery {
 				houseAt = now
@@ -201,31 +203,14 @@ func (p *partition) run() {
 			}
 		}
 		var work int
-		swept := false
 		if bells {
-			work = p.scan(p.polled, now)
-			if p.warmScan {
-				p.warmScan = false
-				work += p.scan(p.warm, now)
-			}
-			if p.sweeping {
-				var w int
-				w, swept = p.sweepStep(now)
-				work += w
-			}
+			work = p.bellPass(now)
 		} else {
 			work = p.scan(p.all, now)
 		}
 		if work > 0 {
-			p.sweepWork += work
-			lastWork, idleSwept, idlePasses = now, false, 0
-			if p.sweepToSleep {
-				p.sweeping, p.sweepToSleep = false, false
-			}
+			lastWork, idlePasses = now, 0
 			continue
-		}
-		if swept && p.sweepWork == 0 {
-			idleSwept = true
 		}
 		if pass&controlMask != 0 {
 			continue
@@ -249,31 +234,87 @@ func (p *partition) run() {
 			pass = -1             // fresh clock and list before the next pass
 			continue
 		}
-		if !idleSwept {
-			// A bell may only be waited on after a look at every peer
-			// (see fabric.Doorbells).
-			if !p.sweeping {
-				p.startSweep()
-				p.sweepToSleep = true
-			}
+		if p.sweeping {
+			continue // a look at every peer under way ends first
+		}
+		// A session that sent without ringing is polled or warm (it sent
+		// within QuietRing of a request found here, rfp/bells.go): one
+		// more look at the warm ones, and every request is either seen or
+		// announced by a ring the bell keeps.
+		if p.scan(p.warm, now) > 0 {
+			lastWork = now
 			continue
 		}
 		p.dozes++
 		p.publish(now) // nothing changes while asleep: stats stay true
 		p.seen.Store(asleep)
-		rang, _ := s.ln.WaitBell(p.id, time.Duration(houseAt+asleepHousekeep-now))
+		rang := p.checkBell(time.Duration(houseAt + asleepHousekeep - now))
 		p.wake()
-		pass, idleSwept = -1, false
-		p.startSweep()
+		pass = -1
 		if rang {
-			p.bells++
-			p.warmScan = true
 			// A client is there: stay awake even if its request has not
 			// landed yet.
 			lastWork = s.now()
 			bellAt = lastWork
+		} else {
+			p.startSweep() // housekeeping
 		}
 	}
+}
+
+// bellPass is one pass of a partition with doorbells: the polled set, the
+// warm set after a ring, the rings' accounting, and the next chunk of a
+// sweep under way. It returns the requests served.
+func (p *partition) bellPass(now int64) int {
+	work := p.scan(p.polled, now)
+	if p.warmScan {
+		p.warmScan = false
+		work += p.scan(p.warm, now)
+	}
+	if p.ringDebt > 0 {
+		p.accountRings()
+	}
+	if p.sweeping {
+		work += p.sweepStep(now)
+	}
+	return work
+}
+
+// checkBell waits up to d for the bell (d <= 0: only looks) and notes a
+// ring.
+func (p *partition) checkBell(d time.Duration) bool {
+	rang, _ := p.srv.ln.WaitBell(p.id, d)
+	if rang {
+		p.rang(p.srv.ln.BellRings(p.id))
+	}
+	return rang
+}
+
+// rang notes that the bell rang, n rings in all so far (where the fabric
+// counts them): the polled and warm sets are looked at in this pass, and
+// the rings are accounted for after it.
+func (p *partition) rang(n uint64) {
+	p.bells++
+	p.warmScan = true
+	if !p.countsRings {
+		p.startSweep()
+		return
+	}
+	p.ringDebt += n - p.ringsSeen
+	p.ringsSeen = n
+	if p.ringDebt == 0 {
+		p.startSweep() // a ring the fabric did not count
+	}
+}
+
+// accountRings runs after a pass's polled and warm scans: rings that the
+// FlagRang requests found cannot explain came from sessions this
+// partition does not poll, so it looks at every session.
+func (p *partition) accountRings() {
+	if p.ringDebt > p.marks {
+		p.startSweep()
+	}
+	p.ringDebt, p.marks = 0, 0
 }
 
 // startSweep (re)starts a look at every peer from where the last one
@@ -283,12 +324,12 @@ func (p *partition) startSweep() {
 	if !p.sweeping {
 		p.sweeps++
 	}
-	p.sweeping, p.sweepLeft, p.sweepWork, p.sweepToSleep = true, len(p.all), 0, false
+	p.sweeping, p.sweepLeft = true, len(p.all)
 }
 
 // sweepStep looks at the sweep's next peers (those not polled anyway) and
-// reports the requests it served and whether the sweep is done.
-func (p *partition) sweepStep(now int64) (int, bool) {
+// reports the requests it served.
+func (p *partition) sweepStep(now int64) int {
 	n := min(sweepChunk, p.sweepLeft, len(p.all))
 	work := 0
 	for i := 0; i < n; i++ {
@@ -304,9 +345,8 @@ func (p *partition) sweepStep(now int64) (int, bool) {
 	p.sweepLeft -= n
 	if p.sweepLeft <= 0 || len(p.all) == 0 {
 		p.sweeping = false
-		return work, true
 	}
-	return work, false
+	return work
 }
 
 // scan serves the ready requests of peers, at most maxPerPass each, and
@@ -341,6 +381,9 @@ func (p *partition) serveFrom(c *peer, now int64) int {
 		}
 	}
 	for i := 0; i < n && !c.dead.Load(); i++ {
+		if p.reqs[i].Flags&rfp.FlagRang != 0 && p.marks < maxMarks {
+			p.marks++
+		}
 		p.serve(c, &p.reqs[i], p.hashes[i])
 	}
 	pp := &c.parts[p.id]

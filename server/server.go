@@ -81,7 +81,7 @@ func build(cfg Config) (*Server, error) {
 	empty := []*peer{}
 	s.list.Store(&empty)
 	for i := 0; i < cfg.Partitions; i++ {
-		s.parts = append(s.parts, &partition{id: i, srv: s, kv: store.Partition(i)})
+		s.parts = append(s.parts, &partition{id: i, srv: s, kv: store.Partition(i), countsRings: ln.CountsRings()})
 	}
 	return s, nil
 }

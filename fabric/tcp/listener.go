@@ -96,3 +96,6 @@ func (l *listener) WaitBell(i int, d time.Duration) (bool, error) {
 
 // RingBell implements fabric.Doorbells.
 func (l *listener) RingBell(i int) error { return l.bells.RingBell(i) }
+
+// BellRings implements fabric.RingCounter.
+func (l *listener) BellRings(i int) uint64 { return l.bells.BellRings(i) }

@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jakiro-kv/jakiro/client"
+	_ "github.com/jakiro-kv/jakiro/fabric/shm"
+)
+
+// TestRingAccounting: a ring announced by a marked request of a polled
+// client costs no sweep; a ring from a client the partition does not poll
+// (a new one), or more rings than marked requests, brings a sweep that
+// finds it. The partition goroutine does not run: the test drives its
+// bell checks and passes over real shm sessions.
+func TestRingAccounting(t *testing.T) {
+	srv, err := build(Config{Listen: "shm://" + filepath.Join(t.TempDir(), "r.sock"), Partitions: 1, Memory: 16 << 20, MaxValue: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go srv.Serve(ctx)
+	defer srv.Close()
+	p := srv.parts[0]
+	defer p.stopped.Store(true) // for Close: this partition never runs
+	if !p.countsRings {
+		t.Fatal("shm counts rings, but the partition does not know it")
+	}
+	active, err := client.Dial(ctx, srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer active.Close()
+	idle, err := client.Dial(ctx, srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+
+	// settle accounts for every ring already rung (a finished GET rang
+	// before it returned) and ends any sweep they bring.
+	settle := func() {
+		p.checkBell(0)
+		for p.ringDebt > 0 || p.sweeping {
+			p.bellPass(srv.now())
+		}
+	}
+	// get runs a GET on each of cs after a quiet spell (each rings), lets
+	// every ring land, and runs one partition pass: it returns the sweeps
+	// that pass started and how many rings the clients had rung by then.
+	// It then serves the GETs to the end.
+	get := func(cs ...*client.Client) (sweeps, rings uint64) {
+		t.Helper()
+		settle()
+		before := p.sweeps
+		var rung uint64
+		for _, c := range cs {
+			rung += c.Counters().Rings
+		}
+		time.Sleep(2 * time.Millisecond) // > rfp.QuietRing: the GETs ring
+		done := make(chan error, len(cs))
+		for _, c := range cs {
+			go func() { _, err := c.Get(ctx, []byte("k")); done <- err }()
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for p.ringDebt < uint64(len(cs)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d rings seen in 30s", p.ringDebt, len(cs))
+			}
+			p.checkBell(0)
+			time.Sleep(100 * time.Microsecond)
+		}
+		p.reload()
+		p.bellPass(srv.now())
+		sweeps = p.sweeps - before
+		for _, c := range cs {
+			rings += c.Counters().Rings
+		}
+		rings -= rung
+		for answered := 0; answered < len(cs); {
+			if time.Now().After(deadline) {
+				t.Fatal("GETs not answered in 30s")
+			}
+			p.reload()
+			p.bellPass(srv.now())
+			p.checkBell(0)
+			select {
+			case err := <-done:
+				if err != nil && err != client.ErrNotFound {
+					t.Fatal(err)
+				}
+				answered++
+			default:
+			}
+		}
+		return sweeps, rings
+	}
+
+	settle() // the rings of both Dials
+	if n, _ := get(active); n != 1 {
+		t.Fatalf("a new client's first request: %d sweeps, want 1 (it is not polled yet)", n)
+	}
+	// A request unanswered for rfp.RingAfter rings again, unmarked, and
+	// such a ring rightly costs a sweep: on a loaded machine a GET may
+	// wait that long for the test to look, so only GETs that had rung
+	// once when the pass ran are judged.
+	clean := 0
+	for i := 0; i < 50 && clean < 5; i++ {
+		n, rings := get(active)
+		if rings != 1 {
+			continue
+		}
+		clean++
+		if n != 0 {
+			t.Fatalf("a polled client's GET that rang once: %d sweeps, want 0", n)
+		}
+	}
+	if clean == 0 {
+		t.Fatal("no GET in 50 had rung only once when the partition looked")
+	}
+	if n, _ := get(active, idle); n != 1 {
+		t.Fatalf("a polled and an unpolled client ring together: %d sweeps, want 1", n)
+	}
+}
