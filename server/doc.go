@@ -19,7 +19,7 @@
 // second (the warm set): the ringer is most likely one of them. Every
 // client is looked at (a sweep, 32 clients a pass beside the polled set)
 // only after rings that the marked requests found do not account for, and
-// every 100 ms awake (every second asleep): a pass costs what the active
+// every second: a pass costs what the active
 // clients cost, not what the connected ones cost.
 //
 // # Idle

@@ -87,10 +87,11 @@ const (
 	maxMarks = 64
 	// housekeepEvery: a sweep even without rings while awake;
 	// asleepHousekeep: the longest a partition blocks on its bell. A
-	// client whose ring got lost rings again (rfp.RingAfter), so an idle
-	// partition needs housekeeping only rarely: with 10,000 idle clients
-	// each sweep costs a few milliseconds.
-	housekeepEvery  = int64(100 * time.Millisecond)
+	// client whose ring went unexplained or got lost rings again, unmarked
+	// (rfp.RingAfter), which brings a sweep; housekeeping is only the
+	// backstop, and rare: with 10,000 idle clients a sweep takes about
+	// 10 ms of passes that each serve the active clients late.
+	housekeepEvery  = int64(time.Second)
 	asleepHousekeep = int64(time.Second)
 	// publishEvery is how often a partition snapshots its stats.
 	publishEvery = int64(100 * time.Millisecond)
@@ -170,7 +171,7 @@ func (p *partition) run() {
 	defer p.stopped.Store(true)
 	s := p.srv
 	bells := s.ln.HasDoorbells() && !s.cfg.IdlePoll
-	spin := int64(s.cfg.SpinIdle)
+	spin := newSpin(int64(s.cfg.SpinIdle))
 	var now, lastWork, bellAt, houseAt, pruneAt int64
 	idlePasses := 0
 	p.startSweep()
@@ -216,7 +217,7 @@ func (p *partition) run() {
 			continue
 		}
 		// An idle pass with a fresh clock.
-		if idle := now - lastWork; idle < spin {
+		if idle := now - lastWork; idle < spin.ns {
 			// Keep looking, but past a short gap between one client's
 			// requests let whoever else needs this core run: the clients
 			// may share it.
@@ -251,14 +252,39 @@ func (p *partition) run() {
 		rang := p.checkBell(time.Duration(houseAt + asleepHousekeep - now))
 		p.wake()
 		pass = -1
+		woke := s.now()
+		spin.slept(woke-now, rang)
 		if rang {
 			// A client is there: stay awake even if its request has not
 			// landed yet.
-			lastWork = s.now()
+			lastWork = woke
 			bellAt = lastWork
 		} else {
 			p.startSweep() // housekeeping
 		}
+	}
+}
+
+// spinTime is how long an idle partition polls before blocking on its
+// bell: from the configured minimum up to spinGrowth times it. A ring that
+// ends a short sleep says a longer spin would have caught the request
+// without the wake-up (microseconds to hundreds of them here): the spin
+// doubles. A long sleep says the clients went quiet: it halves.
+type spinTime struct{ ns, min, max int64 }
+
+// spinGrowth bounds the adaptive spin, as a multiple of the minimum.
+const spinGrowth = 10
+
+func newSpin(min int64) spinTime { return spinTime{ns: min, min: min, max: spinGrowth * min} }
+
+// slept adapts the spin after a sleep of d that a ring ended (rang) or
+// that timed out.
+func (t *spinTime) slept(d int64, rang bool) {
+	switch {
+	case rang && d < t.max:
+		t.ns = min(2*t.ns, t.max)
+	case !rang || d > 4*t.max:
+		t.ns = max(t.ns/2, t.min)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -40,13 +41,6 @@ func runIdle(e *env) error {
 		}
 		runs := map[int][]loadResult{}
 		reached := counts[len(counts)-1]
-		if fab == "tcp" {
-			// Today's tcp provider blocks an OS thread per connection on
-			// each side (Go stops a process at 10,000 threads): stop at
-			// 2,000 until the rewritten provider lands.
-			reached = min(reached, tcpMaxIdle)
-			t.Settings = append(t.Settings, fmt.Sprintf("tcp: at most %d idle connections (the tcp provider holds an OS thread per connection on each side)", tcpMaxIdle))
-		}
 		err := e.server(o, ks, func(addr string) error {
 			for rep := 0; rep < e.reps(); rep++ {
 				idle := &idleClients{}
@@ -62,6 +56,10 @@ func runIdle(e *env) error {
 						break
 					}
 					e.logf("  %s: %d idle connections (%v to connect)", fab, n, time.Since(t0).Round(time.Millisecond))
+					// Connecting rings the server (each new client is found
+					// by a sweep): measure the idle clients, not their
+					// arrival.
+					time.Sleep(settleAfterConnect)
 					r, err := e.point(fmt.Sprintf("%s idle=%d rep %d", fab, n, rep+1), loadSpec{Addr: addr, Mode: client.ModeRFP, Clients: 1, Window: 1, GetRatio: 1}, ks)
 					if err != nil {
 						idle.close()
@@ -103,9 +101,6 @@ func runIdle(e *env) error {
 	return e.done(t, png)
 }
 
-// tcpMaxIdle caps idle tcp connections in runIdle.
-const tcpMaxIdle = 2000
-
 // Idle clients live in holder processes of at most holdPerProc
 // connections each: a client connection costs two descriptors here (its
 // socket and the server's doorbell), and a process may have 20,000.
@@ -113,6 +108,9 @@ const (
 	envHold     = "JAKIRO_BENCH_IDLE_HOLD"
 	holdPerProc = 4000
 	dialers     = 8 // concurrent handshakes in a holder
+	// settleAfterConnect: the pause between connecting idle clients and
+	// measuring beside them.
+	settleAfterConnect = time.Second
 )
 
 // idleClients are connections that send nothing, held by child processes.
@@ -225,6 +223,7 @@ func holdIdleIfRequested() {
 	}
 	wg.Wait()
 	cancel()
+	runtime.GC() // now, not while the active client is measured
 	if err := errors.Join(errs...); err != nil {
 		fmt.Println("ERROR", err)
 	} else {
