@@ -25,7 +25,8 @@ type Config struct {
 	ApproxLRU bool
 	// SpinIdle is how long a partition keeps polling (yielding its core
 	// between passes) after its last request before it blocks on its
-	// doorbell: at least rfp.IdleBeforeSleep, the default. With no
+	// doorbell: at least rfp.IdleBeforeSleep, the default; up to 10 times
+	// it while rings end the partition's sleeps early. With no
 	// doorbells it dozes instead, in sleeps of DozeSleep (default 20µs).
 	SpinIdle  time.Duration
 	DozeSleep time.Duration

@@ -25,11 +25,11 @@
 // # Idle
 //
 // A partition that finds no work keeps polling for Config.SpinIdle (at
-// least rfp.IdleBeforeSleep, 100 µs), giving its core to other processes
+// least rfp.IdleBeforeSleep, 100 µs; up to 10 times that while rings keep
+// ending its sleeps early), giving its core to other processes
 // (sched_yield) past the first 10 µs, then looks at its warm set once more
 // and blocks on its doorbell until a client rings or the next housekeeping
-// sweep: an
-// idle server uses no CPU. Fabrics without doorbells, and Config.IdlePoll,
+// sweep: an idle server uses no CPU. Fabrics without doorbells, and Config.IdlePoll,
 // poll every client every pass and doze in short nanosleeps instead.
 //
 // # Clients that misbehave
