@@ -157,6 +157,7 @@ func benchGets(b *testing.B, addr string, m rfp.Mode) float64 {
 	b.ReportMetric(rate, "Mops")
 	b.ReportMetric(d.FabricOpsPerOp(), "fabricops/op")
 	b.ReportMetric(float64(d.NotReady)/float64(d.Ops), "retries/op")
+	b.ReportMetric(d.RingsPerOp(), "rings/op")
 	return rate
 }
 

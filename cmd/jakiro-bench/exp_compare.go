@@ -53,6 +53,7 @@ type system struct {
 	name  string
 	db    string     // go-ycsb database
 	srv   serverOpts // jakiro only
+	mode  string     // jakiro only: the driver's mode (jakiro.mode); "" its default
 	tuned bool       // a hand-tuned jakiro configuration
 }
 
@@ -70,19 +71,48 @@ var compareSystems = []system{
 	{name: "noop", db: "basic"},
 }
 
-// runCompare runs one go-ycsb workload (95% GET / 5% PUT, zipfian, 16 B
-// keys, 32 B values) in this process against every system, at 4 and 64
-// threads, one operation at a time per thread (go-ycsb's default). Each
-// repetition starts every server in turn, loads it, runs both thread
-// counts and stops it; the table has each point's median over the
-// repetitions with min and max, and ratios of medians.
+// compareTCPSystems: Jakiro over loopback tcp at the server's defaults in
+// each client mode, against the same Redis, memcached and no-op database.
+var compareTCPSystems = []system{
+	{name: "jakiro-tcp-rfp", db: "jakiro", srv: serverOpts{Defaults: true, Listen: loopbackTCP}},
+	{name: "jakiro-tcp-reply", db: "jakiro", srv: serverOpts{Defaults: true, Listen: loopbackTCP}, mode: "reply", tuned: true},
+	{name: "jakiro-tcp-hybrid", db: "jakiro", srv: serverOpts{Defaults: true, Listen: loopbackTCP}, mode: "hybrid", tuned: true},
+	{name: "redis", db: "redis"},
+	{name: "memcached", db: "memcached"},
+	{name: "noop", db: "basic"},
+}
+
+const loopbackTCP = "tcp://127.0.0.1:0"
+
+// runCompare: go-ycsb against Jakiro on shm at its defaults and tuned, at
+// 4 and 64 threads.
 func runCompare(e *env) error {
-	threads := []int{4, 64}
-	systems := compareSystems
+	threads, systems := []int{4, 64}, compareSystems
 	if e.Quick {
 		threads = []int{4}
 		systems = []system{compareSystems[0], compareSystems[1], compareSystems[len(compareSystems)-1]}
 	}
+	return compareRun(e, "compare", "jakiro: server process on the shm fabric", systems, threads)
+}
+
+// runCompareTCP: the same over loopback tcp, every Jakiro client mode, at
+// 1 thread (one operation at a time: latency) and 4.
+func runCompareTCP(e *env) error {
+	threads, systems := []int{1, 4}, compareTCPSystems
+	if e.Quick {
+		threads = []int{1}
+		systems = []system{compareTCPSystems[0], compareTCPSystems[len(compareTCPSystems)-1]}
+	}
+	return compareRun(e, "compare_tcp", "jakiro: server process on tcp://127.0.0.1 at its defaults; jakiro-tcp-*: the driver's mode", systems, threads)
+}
+
+// compareRun runs one go-ycsb workload (95% GET / 5% PUT, zipfian, 16 B
+// keys, 32 B values) in this process against every system at each thread
+// count, one operation at a time per thread (go-ycsb's default). Each
+// repetition starts every server in turn, loads it, runs every thread
+// count and stops it; the table has each point's median over the
+// repetitions with min and max, and ratios of medians.
+func compareRun(e *env, name, jakiroNote string, systems []system, threads []int) error {
 	runDur := 2 * e.Duration
 	base, source := paperProps("paper-zipfian")
 	records := min(e.Keys, int(base.GetInt64("recordcount", 100000)))
@@ -101,12 +131,12 @@ func runCompare(e *env) error {
 			}
 		}
 	}
-	t := &table{Name: "compare", Cols: append(append([]string{"system", "threads", "reps"}, spreadCols("ops_per_sec")...),
+	t := &table{Name: name, Cols: append(append([]string{"system", "threads", "reps"}, spreadCols("ops_per_sec")...),
 		"p50_us", "p99_us", "errors", "round_trips_per_op", "vs_best_tuned", "vs_redis", "vs_memcached", "vs_noop"),
 		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d), batch.size=1", records),
 			fmt.Sprintf("go-ycsb v1.0.1 core workload in this process; run phase bounded to %v per point; each point the median of %d interleaved repetitions (min, max beside)", runDur, e.reps()),
-			"jakiro-defaults: " + serverOpts{Defaults: true}.withDefaults().String() + "; jakiro-* tuned: " + tunedSettings(systems),
-			"jakiro: server process on the shm fabric, driver defaults (rfp mode, jakiro.rfs=auto), one client connection per go-ycsb thread",
+			systems[0].name + ": " + systems[0].srv.withDefaults().String() + "; jakiro-* tuned: " + tunedSettings(systems),
+			jakiroNote + "; driver defaults otherwise (rfp mode, jakiro.rfs=auto), one client connection per go-ycsb thread",
 			"redis: redis-server --save '' --appendonly no --io-threads 1 on 127.0.0.1 (go-ycsb's redis driver, its default hash datatype: HSET/HMGET)",
 			"memcached: memcached -t 1 -m 512 on 127.0.0.1 (jakiro-bench's gomemcache driver, compact records)",
 			"noop: go-ycsb's basic database, silent: the load generator's own ceiling here",
@@ -142,11 +172,11 @@ func runCompare(e *env) error {
 		ss = append(ss, sr)
 	}
 	for _, th := range threads {
-		d := spreadOf(ops["jakiro-defaults"][th]).Med
-		e.logf("  %d threads: jakiro-defaults %.0f ops/s = %.2fx best tuned, %.1fx redis, %.1fx memcached, %.2fx noop", th, d,
+		d := spreadOf(ops[systems[0].name][th]).Med
+		e.logf("  %d threads: %s %.0f ops/s = %.2fx best tuned, %.1fx redis, %.1fx memcached, %.2fx noop", th, systems[0].name, d,
 			d/bestTuned(systems, ops, th), d/spreadOf(ops["redis"][th]).Med, d/spreadOf(ops["memcached"][th]).Med, d/spreadOf(ops["noop"][th]).Med)
 	}
-	png := e.png("compare")
+	png := e.png(name)
 	if err := barPlot(png, "go-ycsb 95% GET / 5% PUT, zipfian, 16 B keys, 32 B values (median, min–max)", "Mops", labels, ss); err != nil {
 		return err
 	}
@@ -187,6 +217,9 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 		}
 		stop = srv.Stop
 		p.Set(ycsb.PropAddr, srv.Addr)
+		if s.mode != "" {
+			p.Set(ycsb.PropMode, s.mode)
+		}
 	case "basic":
 		p.Set("basicdb.verbose", "false")
 	default:
