@@ -49,6 +49,9 @@ func runYCSBThreads(e *env) error {
 			last[th] = r
 			e.logf("  rep %d %4d threads: %9.0f ops/s  p50 %7.2f µs  p99 %8.2f µs  errors %d", rep+1, th, r.OpsPerSec(),
 				float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors)
+			if r.Errors > 0 {
+				e.logf("    first error: %v", r.FirstError)
+			}
 		}
 	}
 	best := 0.0

@@ -69,6 +69,11 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 	}
 	if err := sendMsg(s.sock, msgHello, data, s.d.fd); err != nil {
 		s.abort()
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			// The listener shed this handshake (it holds a bounded
+			// number) before our hello arrived.
+			return nil, fmt.Errorf("%w: acceptor closed the socket before the hello", fabric.ErrRejected)
+		}
 		return nil, ctxErr(ctx, fmt.Errorf("shm: send hello: %w", err))
 	}
 	m, err := recvMsg(s.sock)
