@@ -39,7 +39,7 @@ type partition struct {
 	warmScan bool // look at the warm set in the next pass
 
 	// Rings not yet accounted for, and FlagRang requests found since the
-	// last accounting (ringAccounting): a pass that found a marked request
+	// last accounting (accountRings): a pass that found a marked request
 	// for every ring needs no sweep to find the ringers.
 	countsRings bool // the fabric counts rings (else every ring sweeps)
 	ringsSeen   uint64
