@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
@@ -19,7 +20,8 @@ import (
 type conn struct {
 	mu       sync.Mutex
 	fc       fabric.Conn
-	ringer   fabric.Ringer // nil when the fabric has no doorbells
+	ringer   fabric.Ringer      // nil when the fabric has no doorbells
+	watcher  fabric.BellWatcher // nil when the fabric cannot see a blocked partition
 	eng      *rfp.Engine
 	layout   rfp.Layout
 	epoch    time.Time // the engine's clock counts from here
@@ -27,6 +29,11 @@ type conn struct {
 	slotCall []*call // the caller waiting on each ring slot, nil if none
 	free     []*call
 	closed   bool
+
+	// delivered counts deliveries (of one result or more); parked counts
+	// this connection's waiters parked in gate, which a delivery wakes.
+	delivered atomic.Uint64
+	parked    atomic.Int32
 }
 
 // pollBatch is how many completions one Poll reaps at most.
@@ -62,6 +69,7 @@ func dial(ctx context.Context, addr string, cfg config) (*conn, error) {
 		return nil, fmt.Errorf("jakiro: dial %s: %w", addr, err)
 	}
 	ringer, _ := link.Conn.(fabric.Ringer)
+	watcher, _ := link.Conn.(fabric.BellWatcher)
 	ecfg := cfg.engine
 	ecfg.Bells = ringer != nil
 	eng, err := rfp.NewEngine(link.Local, link.Welcome, ecfg)
@@ -70,7 +78,7 @@ func dial(ctx context.Context, addr string, cfg config) (*conn, error) {
 		return nil, fmt.Errorf("jakiro: dial %s: %w", addr, err)
 	}
 	l := link.Welcome.Layout
-	return &conn{fc: link.Conn, ringer: ringer, eng: eng, layout: l, epoch: time.Now(),
+	return &conn{fc: link.Conn, ringer: ringer, watcher: watcher, eng: eng, layout: l, epoch: time.Now(),
 		comps: make([]fabric.Completion, pollBatch), slotCall: make([]*call, l.Partitions*l.Slots)}, nil
 }
 
@@ -178,6 +186,9 @@ func (c *conn) progressLocked() error {
 	}
 	c.deliverLocked()
 	if err != nil {
+		if c.parked.Load() > 0 {
+			gate.wake(c, true)
+		}
 		return fmt.Errorf("jakiro: connection failed: %w", err)
 	}
 	return nil
@@ -195,6 +206,10 @@ func (c *conn) flushLocked() error {
 	}
 	if rings := e.Rings(); len(rings) > 0 {
 		for _, p := range rings {
+			if c.watcher != nil && e.Reminder(p) && !c.watcher.BellBlocked(p) {
+				e.Unrung() // p is awake and was told of its requests
+				continue
+			}
 			c.ringer.RingBell(p) // a lost ring is made up by the next one the schedule sends
 		}
 		e.Rang()
@@ -204,7 +219,11 @@ func (c *conn) flushLocked() error {
 
 // deliverLocked hands finished requests to their callers.
 func (c *conn) deliverLocked() {
-	for _, r := range c.eng.Results() {
+	rs := c.eng.Results()
+	if len(rs) == 0 {
+		return
+	}
+	for _, r := range rs {
 		cl := c.slotCall[r.Slot]
 		c.slotCall[r.Slot] = nil
 		if cl == nil {
@@ -214,6 +233,10 @@ func (c *conn) deliverLocked() {
 		cl.val = append(cl.val[:0], r.Value...)
 	}
 	c.eng.Consumed()
+	c.delivered.Add(1)
+	if c.parked.Load() > 0 {
+		gate.wake(c, false)
+	}
 }
 
 // submitLocked waits for a free slot in partition p and submits.

@@ -38,3 +38,12 @@ type Ringer interface {
 	// offer is ignored.
 	RingBell(i int) error
 }
+
+// BellWatcher is implemented by Ringers that see whether the acceptor is
+// blocked on bell i (shm: a flag in shared memory). A ring that announces
+// nothing new (a reminder for a request still unanswered) is worth sending
+// only to a blocked waiter: an awake one is already looking, and a ring it
+// cannot explain costs it a look at every connection.
+type BellWatcher interface {
+	BellBlocked(i int) bool
+}

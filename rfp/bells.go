@@ -10,7 +10,10 @@ package rfp
 //     the ring follows the request's WRITE, so it never overtakes it.
 //   - A client whose request stays unanswered rings again after RingAfter,
 //     then after twice as long each time, up to MaxRingGap; at most one such
-//     ring per partition at a time.
+//     ring per partition at a time. These reminders (Engine.Reminder) may be
+//     skipped where the fabric shows the partition awake (shm:
+//     fabric.BellWatcher): rings are counted there, so the announcing ring
+//     was seen, and an awake partition looks until it finds the request.
 //   - A partition keeps a session in its polled set for at least ActiveHold
 //     after that session's last request, and blocks on its bell only after
 //     it has seen no request for at least IdleBeforeSleep. After rings it

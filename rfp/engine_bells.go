@@ -10,6 +10,7 @@ type bellState struct {
 	on         bool
 	rings      []int   // partitions to ring once the pending ops are posted
 	queued     []bool  // per partition: in rings
+	reminder   []bool  // per partition: its queued ring announces no new request
 	lastSubmit []int64 // per partition: when the last request was submitted
 	unanswered []int   // per partition: requests sent and not answered
 	ringAt     []int64 // per partition: the next ring for unanswered requests (Never: none wait)
@@ -23,6 +24,7 @@ func newBellState(partitions int, on bool) bellState {
 	}
 	b.rings = make([]int, 0, partitions)
 	b.queued = make([]bool, partitions)
+	b.reminder = make([]bool, partitions)
 	b.lastSubmit = make([]int64, partitions)
 	b.unanswered = make([]int, partitions)
 	b.ringAt = make([]int64, partitions)
@@ -35,15 +37,25 @@ func newBellState(partitions int, on bool) bellState {
 }
 
 // ring queues a ring of p and counts it; a ring already queued covers it.
-func (e *Engine) ring(p int) {
+// A reminder rings only for requests already announced.
+func (e *Engine) ring(p int, reminder bool) {
 	b := &e.bells
 	if b.queued[p] {
+		b.reminder[p] = b.reminder[p] && reminder
 		return
 	}
-	b.queued[p] = true
+	b.queued[p], b.reminder[p] = true, reminder
 	b.rings = append(b.rings, p)
 	e.stats.Rings++
 }
+
+// Reminder reports whether the ring of p that Rings returned only reminds
+// p of requests it was told of (see fabric.BellWatcher): a driver that
+// sees p awake may skip it, and says so with Unrung.
+func (e *Engine) Reminder(p int) bool { return e.bells.on && e.bells.reminder[p] }
+
+// Unrung says the driver skipped one ring Rings returned.
+func (e *Engine) Unrung() { e.stats.Rings-- }
 
 func (b *bellState) rang() {
 	for _, p := range b.rings {
@@ -65,7 +77,7 @@ func (e *Engine) bellsOnSubmit(p int, now int64) bool {
 	b.lastSubmit[p] = now
 	b.unanswered[p]++
 	if quiet {
-		e.ring(p)
+		e.ring(p, false)
 	}
 	if quiet || b.ringAt[p] == Never {
 		b.ringAt[p], b.gap[p] = now+RingAfter, 2*RingAfter
@@ -99,7 +111,7 @@ func (e *Engine) tickBells(now int64) int64 {
 	}
 	for p, at := range b.ringAt {
 		if at <= now {
-			e.ring(p)
+			e.ring(p, true)
 			b.ringAt[p] = now + b.gap[p]
 			b.gap[p] = min(2*b.gap[p], MaxRingGap)
 			e.refetchSoon(p)

@@ -121,8 +121,9 @@ type harness struct {
 }
 
 type ringEvent struct {
-	at int64
-	p  int
+	at       int64
+	p        int
+	reminder bool // Engine.Reminder: announces no new request
 }
 
 type heldResult struct {
@@ -172,7 +173,7 @@ func (h *harness) post() {
 		h.e.Posted()
 	}
 	for _, p := range h.e.Rings() {
-		h.rings = append(h.rings, ringEvent{h.now, p})
+		h.rings = append(h.rings, ringEvent{h.now, p, h.e.Reminder(p)})
 	}
 	h.e.Rang()
 }

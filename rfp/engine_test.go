@@ -447,6 +447,23 @@ func TestEngineReplyWaitRings(t *testing.T) {
 	if at := h.rings[1].at; at < RingAfter {
 		t.Fatalf("second ring at %d, before RingAfter", at)
 	}
+	// The first ring announced the request; the second only reminds (a
+	// driver may skip it when it sees the partition awake).
+	if h.rings[0].reminder || !h.rings[1].reminder {
+		t.Fatalf("rings %+v: want an announcement, then a reminder", h.rings)
+	}
+	// A reminder queued with a new request's ring announces it.
+	h.now += QuietRing + 1
+	h.srv.stalled = true
+	h.now = h.rings[1].at + 4*RingAfter
+	h.e.Tick(h.now)
+	if rs := h.e.Rings(); len(rs) != 1 || !h.e.Reminder(0) {
+		t.Fatalf("rings %v: want a reminder queued", rs)
+	}
+	h.submit(0, OpPut, []byte("b"), nil)
+	if rs := h.e.Rings(); len(rs) != 1 || h.e.Reminder(0) {
+		t.Fatalf("rings %v (reminder %v): a new request's ring is no reminder", rs, h.e.Reminder(0))
+	}
 	h.srv.stalled = false
 	if r := h.result(slot); r.st != StatusOK {
 		t.Fatal(r.st)

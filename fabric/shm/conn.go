@@ -19,7 +19,7 @@ type conn struct {
 	peer     []byte // the peer's domain, mapped; untrusted contents
 	peerData []byte
 	sock     *net.UnixConn
-	bells    []int // the acceptor's doorbell eventfds (dialer side)
+	bells    *eventbell.Remote // the acceptor's doorbells (dialer side)
 
 	// mu is held shared by Post and Poll while they touch the mappings,
 	// and exclusively by Close to unmap them.
@@ -51,7 +51,7 @@ type completion struct {
 	bad  bool // ErrRemoteAccess, the only error an op can complete with
 }
 
-func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Options, bells []int) *conn {
+func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Options, bells *eventbell.Remote) *conn {
 	n := 1
 	for n < o.QueueDepth {
 		n <<= 1
@@ -183,7 +183,7 @@ func (c *conn) Close() error {
 		defer c.mu.Unlock()
 		err = unix.Munmap(c.peer)
 		c.peer = nil
-		closeFDs(c.bells)
+		c.bells.Close()
 		c.bells = nil
 		if derr := c.d.close(); err == nil {
 			err = derr
@@ -192,16 +192,21 @@ func (c *conn) Close() error {
 	return err
 }
 
-// RingBell implements fabric.Ringer: a write to the acceptor's eventfd, so
-// an idle partition blocked in WaitBell wakes at once.
+// RingBell implements fabric.Ringer: a memory add while the acceptor's
+// partition is awake, and a write to its eventfd when it is blocked in
+// WaitBell, so it wakes at once.
 func (c *conn) RingBell(i int) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if s := c.state.Load(); s != stateOpen {
 		return stateErr(s)
 	}
-	if i < 0 || i >= len(c.bells) {
-		return nil
-	}
-	return eventbell.RingFD(c.bells[i])
+	return c.bells.Ring(i)
+}
+
+// BellBlocked implements fabric.BellWatcher.
+func (c *conn) BellBlocked(i int) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.state.Load() == stateOpen && c.bells.Blocked(i)
 }

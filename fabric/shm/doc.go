@@ -36,6 +36,18 @@
 // socket sees EOF when the peer closes or dies; the connection then
 // reports fabric.ErrPeerGone. Close unmaps both domains.
 //
+// # Doorbells
+//
+// A listener with Options.Doorbells sends each dialer, with its accept, a
+// page of ring counters (mapped read-write), a page of asleep flags (a
+// read-only fd: mapped read-only) and an eventfd per bell. A ring is an
+// atomic add to its counter, plus an eventfd write only when the flag says
+// the partition is blocked (fabric/internal/eventbell): rings to a busy
+// server cost no system call. BellBlocked (fabric.BellWatcher) reads the
+// flag. A dialer can spoil only counts (spurious rings, which cost the
+// server a look, as eventfd writes would), never hide a blocked partition
+// from the other dialers.
+//
 // Memory ordering: copies are plain memmove; the ordering contract of
 // package fabric (torn views possible) applies.
 package shm

@@ -79,17 +79,19 @@ func wireBytes(typ byte, data []byte) []byte {
 }
 
 // FuzzWireMessage sends the fuzzer's bytes as one handshake datagram with
-// fds described by fdSpec (bits 0-1: the first fd's kind, 0 none; bits 2-5:
-// that many more eventfds; bit 6: one more pipe end among them) and checks
+// fds described by fdSpec (bits 0-1: the first fd's kind, 0 none; bit 7:
+// then two bell page memfds; bits 2-5: that many more eventfds; bit 6: one
+// more pipe end among them) and checks
 // recvMsg accepts only well-formed messages and leaks no fd either way.
 func FuzzWireMessage(f *testing.F) {
 	fuzzseed.Add(f, "hello", wireBytes(msgHello, []byte("private")), byte(1))
-	fuzzseed.Add(f, "accept-with-bells", wireBytes(msgAccept, []byte("welcome")), byte(1|2<<2))
+	fuzzseed.Add(f, "accept-with-bells", wireBytes(msgAccept, []byte("welcome")), byte(1|2<<2|1<<7))
+	fuzzseed.Add(f, "accept-bells-without-pages", wireBytes(msgAccept, []byte("welcome")), byte(1|2<<2))
 	fuzzseed.Add(f, "reject", wireBytes(msgReject, nil), byte(0))
 	fuzzseed.Add(f, "hello-without-fd", wireBytes(msgHello, nil), byte(0))
 	fuzzseed.Add(f, "reject-with-fd", wireBytes(msgReject, nil), byte(1))
 	fuzzseed.Add(f, "hello-with-bells", wireBytes(msgHello, nil), byte(1|1<<2))
-	fuzzseed.Add(f, "bell-not-eventfd", wireBytes(msgAccept, nil), byte(1|1<<2|1<<6))
+	fuzzseed.Add(f, "bell-not-eventfd", wireBytes(msgAccept, nil), byte(1|1<<2|1<<6|1<<7))
 	fuzzseed.Add(f, "hello-data-over-limit", wireBytes(msgHello, make([]byte, fabric.MaxDialData+1)), byte(1))
 	fuzzseed.Add(f, "accept-data-over-limit", wireBytes(msgAccept, make([]byte, fabric.MaxAcceptData+1)), byte(1))
 	long := wireBytes(msgAccept, make([]byte, 8))
@@ -104,6 +106,9 @@ func FuzzWireMessage(f *testing.F) {
 		var fds []int
 		if k := fdSpec & 3; k != 0 {
 			fds = append(fds, fdOfKind(t, k))
+		}
+		if fdSpec&(1<<7) != 0 {
+			fds = append(fds, fdOfKind(t, 1), fdOfKind(t, 1))
 		}
 		for range fdSpec >> 2 & 15 {
 			fds = append(fds, fdOfKind(t, 2))
@@ -158,9 +163,9 @@ func FuzzWireMessage(f *testing.F) {
 		case !bytes.Equal(wireBytes(m.typ, m.data), msg):
 			t.Fatalf("accepted %x as type %d data %x", msg, m.typ, m.data)
 		}
-		for _, b := range m.bells {
-			if !eventbell.IsFD(b) {
-				t.Fatalf("doorbell fd %d is not an eventfd", b)
+		for i, b := range m.bells {
+			if eventbell.IsFD(b) != (i >= 2) {
+				t.Fatalf("doorbell fd %d of %d: eventfd %v, want pages first, then eventfds", i, len(m.bells), eventbell.IsFD(b))
 			}
 		}
 	})
@@ -194,6 +199,9 @@ func FuzzWireRoundTrip(f *testing.F) {
 					t.Fatalf("Listen offers %d doorbells, an accept carries at most %d", bells, maxBells)
 				}
 				return
+			}
+			if bells > 0 {
+				bellFDs = append(bellFDs, fdOfKind(t, 1), fdOfKind(t, 1))
 			}
 			for range int(bells) {
 				bellFDs = append(bellFDs, fdOfKind(t, 2))

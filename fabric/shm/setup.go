@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
 )
 
 // setup is a connection whose domain exists and whose handshake is not
@@ -103,11 +104,16 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		return nil, err
 	}
 	s.peer = peer // freed by finish on failure
+	bells, err := eventbell.Open(m.bells)
+	if err != nil {
+		s.abort()
+		return nil, fmt.Errorf("%w: %v", errProtocol, err)
+	}
 	if err := s.finish(ctx, stop); err != nil {
-		closeFDs(m.bells)
+		bells.Close()
 		return nil, err
 	}
-	return newConn(s.d, peer, m.data, s.sock, s.opts, m.bells), nil
+	return newConn(s.d, peer, m.data, s.sock, s.opts, bells), nil
 }
 
 // finish detaches ctx from the socket for good. If ctx fired meanwhile its

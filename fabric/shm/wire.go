@@ -21,7 +21,7 @@ import (
 // more messages: it stays open only so each side sees the other go (EOF).
 const (
 	wireMagic   = 0x48534b4a // "JKSH"
-	wireVersion = 1
+	wireVersion = 2
 	wireHdr     = 8
 
 	msgHello  = 1
@@ -31,17 +31,18 @@ const (
 	maxMsg = wireHdr + fabric.MaxAcceptData
 
 	// scmMaxFD is the most fds Linux passes in one SCM_RIGHTS message
-	// (SCM_MAX_FD); accept carries the domain memfd and the bells, so a
-	// listener offers at most maxBells.
+	// (SCM_MAX_FD); accept carries the domain memfd, then the bells (two
+	// page memfds and an eventfd per bell), so a listener offers at most
+	// maxBells.
 	scmMaxFD = 253
-	maxBells = scmMaxFD - 1
+	maxBells = scmMaxFD - 3
 )
 
 type message struct {
 	typ   byte
 	data  []byte
 	fd    int   // -1 if none
-	bells []int // accept: the acceptor's doorbell eventfds
+	bells []int // accept: the acceptor's doorbells (eventbell.Set.Share)
 }
 
 // sendMsg sends one message; fd (if >= 0) and then bells travel as
@@ -112,16 +113,24 @@ func recvMsg(c *net.UnixConn) (message, error) {
 	if wantFD {
 		maxFDs = 1
 		if m.typ == msgAccept {
-			maxFDs += fabric.MaxDoorbells
+			maxFDs += 2 + fabric.MaxDoorbells
 		}
 	}
-	if wantFD != (len(fds) >= 1) || len(fds) > maxFDs {
+	if wantFD != (len(fds) >= 1) || len(fds) > maxFDs || len(fds) == 2 || len(fds) == 3 {
 		return fail("message type %d with %d fds", m.typ, len(fds))
 	}
-	for _, bell := range fds[min(1, len(fds)):] {
-		// We will write to these: they must be eventfds, nothing else.
-		if !eventbell.IsFD(bell) {
-			return fail("doorbell fd is not an eventfd")
+	if len(fds) > 1 {
+		// Two bell pages, then eventfds: we will write to them all, so
+		// they must be what they say (eventbell.Open checks the pages).
+		for _, page := range fds[1:3] {
+			if eventbell.IsFD(page) {
+				return fail("doorbell page is an eventfd")
+			}
+		}
+		for _, bell := range fds[3:] {
+			if !eventbell.IsFD(bell) {
+				return fail("doorbell fd is not an eventfd")
+			}
 		}
 	}
 	m.data = append([]byte(nil), b[wireHdr:n]...)

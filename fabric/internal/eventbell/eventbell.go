@@ -1,9 +1,21 @@
-// Package eventbell is the eventfd doorbells the shm and tcp providers
-// (and the verbs provider's listener) build fabric.Doorbells on.
+// Package eventbell is the doorbells the shm and tcp providers (and the
+// verbs provider's listener) build fabric.Doorbells on.
+//
+// A bell is a ring counter in shared memory, an asleep flag beside it, and
+// an eventfd. A ring adds one to the counter and writes the eventfd only
+// when the flag says the waiter is blocked: a ring to a partition that is
+// awake costs a memory add, not a system call. The waiter raises the flag,
+// then looks at the counter once more before it blocks; the ringer adds,
+// then reads the flag (both sequentially consistent atomics), so one of
+// the two always sees the other and no ring is lost.
+//
+// Peers in other processes (shm) map the counters read-write and the flags
+// read-only: a peer can ring as often as it likes (spurious rings cost the
+// waiter a look, as eventfd writes would) but cannot hide a blocked waiter
+// from the others.
 package eventbell
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -11,18 +23,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Set is a set of doorbells backed by Linux eventfds, for providers to
-// build on: they can ring them from any process that holds the fds. It
-// implements fabric.Doorbells and fabric.RingCounter.
+// Set is a set of doorbells for providers to build on; processes that hold
+// its shared fds (Share) ring them with Remote. It implements
+// fabric.Doorbells and fabric.RingCounter.
 type Set struct {
 	fds    []int
-	rings  []atomic.Uint64 // per bell: the eventfd counts WaitBell read
+	pages  pages
+	roFlag int             // read-only fd of the flag page, for peers
+	seen   []uint64        // per bell: the counter WaitBell last saw (only WaitBell(i) touches seen[i])
+	rings  []atomic.Uint64 // per bell: rings WaitBell saw
 	closed atomic.Bool     // Close may race a waiter that outlived its owner
 }
 
+// maxRingsSeen bounds the rings one look counts: peers write the
+// counters, and a counter moved by a wild value must not count as 2^64
+// rings.
+const maxRingsSeen = 1 << 16
+
 // New makes n bells.
 func New(n int) (*Set, error) {
-	b := &Set{}
+	b := &Set{roFlag: -1}
 	for i := 0; i < n; i++ {
 		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 		if err != nil {
@@ -31,26 +51,42 @@ func New(n int) (*Set, error) {
 		}
 		b.fds = append(b.fds, fd)
 	}
+	p, ro, err := newPages(n)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.pages, b.roFlag = p, ro
+	b.seen = make([]uint64, n)
 	b.rings = make([]atomic.Uint64, n)
 	return b, nil
 }
 
-// FDs are the eventfds, to pass to peers.
-func (b *Set) FDs() []int {
-	if b == nil {
+// Share is what a peer in another process needs to ring the bells (see
+// Open): the counter page (read-write), the flag page (read-only) and the
+// eventfds, in that order; nil without bells.
+func (b *Set) Share() []int {
+	if b == nil || len(b.fds) == 0 {
 		return nil
 	}
-	return b.fds
+	return append([]int{b.pages.counterFD, b.roFlag}, b.fds...)
 }
 
 // RingBell rings bell i; out-of-range bells are ignored.
-func (b *Set) RingBell(i int) error { return RingFD(b.fd(i)) }
-
-func (b *Set) fd(i int) int {
+func (b *Set) RingBell(i int) error {
 	if b == nil || i < 0 || i >= len(b.fds) || b.closed.Load() {
-		return -1
+		return nil
 	}
-	return b.fds[i]
+	return ring(&b.pages, b.fds, i)
+}
+
+// ring adds one to bell i's counter and wakes its waiter if it is blocked.
+func ring(p *pages, fds []int, i int) error {
+	p.counter(i).Add(1)
+	if p.flag(i).Load() == 0 {
+		return nil
+	}
+	return RingFD(fds[i])
 }
 
 // RingFD adds one to an eventfd (a saturated counter is already rung).
@@ -65,46 +101,50 @@ func RingFD(fd int) error {
 	return nil
 }
 
-// WaitBell implements fabric.Doorbells.
+// WaitBell implements fabric.Doorbells. One goroutine waits on a bell.
 func (b *Set) WaitBell(i int, d time.Duration) (bool, error) {
-	fd := b.fd(i)
-	if fd < 0 {
+	if b == nil || i < 0 || i >= len(b.fds) || b.closed.Load() {
 		return false, fmt.Errorf("fabric: no doorbell %d", i)
 	}
-	var buf [8]byte
-	if n, _ := unix.Read(fd, buf[:]); n == 8 {
-		b.count(i, buf)
+	if b.look(i) {
 		return true, nil // rung before we waited
 	}
 	if d <= 0 {
 		return false, nil
 	}
-	ms := int(d / time.Millisecond)
-	if ms < 1 {
-		ms = 1
+	flag := b.pages.flag(i)
+	flag.Store(1)
+	defer flag.Store(0)
+	if b.look(i) { // rung as we raised the flag: its ringer may not have seen it
+		return true, nil
 	}
-	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	ms := max(1, int(d/time.Millisecond))
+	pfd := []unix.PollFd{{Fd: int32(b.fds[i]), Events: unix.POLLIN}}
 	for {
-		n, err := unix.Poll(pfd, ms)
+		_, err := unix.Poll(pfd, ms)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return false, fmt.Errorf("fabric: wait doorbell: %w", err)
 		}
-		if n == 0 {
-			return false, nil
-		}
-		r, _ := unix.Read(fd, buf[:])
-		if r != 8 {
-			return false, nil
-		}
-		b.count(i, buf)
-		return true, nil
+		var buf [8]byte
+		unix.Read(b.fds[i], buf[:]) // drain; the counter counts
+		return b.look(i), nil
 	}
 }
 
-func (b *Set) count(i int, v [8]byte) { b.rings[i].Add(binary.NativeEndian.Uint64(v[:])) }
+// look reports whether bell i's counter moved since the last look, and
+// counts the rings.
+func (b *Set) look(i int) bool {
+	c := b.pages.counter(i).Load()
+	if c == b.seen[i] {
+		return false
+	}
+	b.rings[i].Add(min(c-b.seen[i], maxRingsSeen))
+	b.seen[i] = c
+	return true
+}
 
 // BellRings implements fabric.RingCounter.
 func (b *Set) BellRings(i int) uint64 {
@@ -114,13 +154,18 @@ func (b *Set) BellRings(i int) uint64 {
 	return b.rings[i].Load()
 }
 
-// Close frees the eventfds.
+// Close frees the eventfds and pages. Rings and waits after Close are
+// ignored or fail; the pages stay mapped (a waiter may outlive Close).
 func (b *Set) Close() error {
 	if b == nil || b.closed.Swap(true) {
 		return nil
 	}
 	for _, fd := range b.fds {
 		unix.Close(fd)
+	}
+	b.pages.closeFDs()
+	if b.roFlag >= 0 {
+		unix.Close(b.roFlag)
 	}
 	return nil
 }

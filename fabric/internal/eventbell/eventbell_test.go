@@ -1,0 +1,165 @@
+package eventbell
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// remoteOf opens a Remote on duplicates of s's shared fds, as a peer
+// process would after receiving them.
+func remoteOf(t *testing.T, s *Set) *Remote {
+	t.Helper()
+	var fds []int
+	for _, fd := range s.Share() {
+		d, err := unix.Dup(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, d)
+	}
+	r, err := Open(fds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+// eventfdCount reads (and resets) bell i's eventfd: how many rings took
+// the system call.
+func eventfdCount(s *Set, i int) uint64 {
+	var b [8]byte
+	if n, _ := unix.Read(s.fds[i], b[:]); n != 8 {
+		return 0
+	}
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16
+}
+
+// TestRingAwakeIsMemory: rings to a waiter that is not blocked move the
+// counter only; WaitBell and BellRings count them all.
+func TestRingAwakeIsMemory(t *testing.T) {
+	s, err := New(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := remoteOf(t, s)
+	for range 5 {
+		if err := r.Ring(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.RingBell(1)
+	if n := eventfdCount(s, 1); n != 0 {
+		t.Fatalf("%d rings wrote the eventfd of an awake waiter", n)
+	}
+	if rang, err := s.WaitBell(1, 0); !rang || err != nil {
+		t.Fatalf("WaitBell after rings: %v %v", rang, err)
+	}
+	if got := s.BellRings(1); got != 6 {
+		t.Fatalf("BellRings = %d, want 6", got)
+	}
+	if rang, _ := s.WaitBell(1, 0); rang {
+		t.Fatal("WaitBell rang twice for the same rings")
+	}
+	if rang, _ := s.WaitBell(0, 0); rang {
+		t.Fatal("bell 0 rang, only bell 1 was rung")
+	}
+	r.Ring(7) // out of range: ignored
+}
+
+// TestRingWakesBlocked: a ring at any moment around the waiter blocking
+// wakes it; none is lost (a lost one would leave WaitBell to its timeout).
+func TestRingWakesBlocked(t *testing.T) {
+	s, err := New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := remoteOf(t, s)
+	for i := range 300 {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n := rand.IntN(4); n > 0 {
+				time.Sleep(time.Duration(rand.IntN(50*n)) * time.Microsecond)
+			}
+			r.Ring(0)
+		}()
+		start := time.Now()
+		rang, err := s.WaitBell(0, 20*time.Second)
+		if !rang || err != nil {
+			t.Fatalf("round %d: WaitBell = %v, %v after %v: ring lost", i, rang, err, time.Since(start))
+		}
+		wg.Wait()
+		s.WaitBell(0, 0) // a ring that landed after the wake
+	}
+	if got := s.BellRings(0); got != 300 {
+		t.Fatalf("BellRings = %d, want 300", got)
+	}
+}
+
+// TestFlagsReadOnlyForPeers: a peer cannot map the flag page writable,
+// so it cannot hide a blocked waiter from other ringers.
+func TestFlagsReadOnlyForPeers(t *testing.T) {
+	s, err := New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ro := s.Share()[1]
+	_, err = unix.Mmap(ro, 0, pagesBytes(2), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if !errors.Is(err, unix.EACCES) {
+		t.Fatalf("writable map of the flag page: %v, want EACCES", err)
+	}
+}
+
+// TestOpenRejects: Open takes only two sealed pages and then eventfds, and
+// closes what it was given when it refuses.
+func TestOpenRejects(t *testing.T) {
+	s, err := New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dup := func(fd int) int {
+		d, err := unix.Dup(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	sh := s.Share()
+	cases := map[string][]int{
+		"no eventfd":       {dup(sh[0]), dup(sh[1])},
+		"eventfd as page":  {dup(sh[2]), dup(sh[1]), dup(sh[2])},
+		"page as eventfd":  {dup(sh[0]), dup(sh[1]), dup(sh[0])},
+		"unsealed counter": {unsealed(t), dup(sh[1]), dup(sh[2])},
+	}
+	for name, fds := range cases {
+		if r, err := Open(fds); err == nil {
+			r.Close()
+			t.Errorf("%s: opened", name)
+		}
+		for _, fd := range fds {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+				t.Errorf("%s: fd %d left open", name, fd)
+			}
+		}
+	}
+}
+
+func unsealed(t *testing.T) int {
+	fd, err := unix.MemfdCreate("unsealed", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Ftruncate(fd, int64(pagesBytes(1)))
+	return fd
+}
