@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
@@ -29,11 +28,6 @@ type conn struct {
 	slotCall []*call // the caller waiting on each ring slot, nil if none
 	free     []*call
 	closed   bool
-
-	// delivered counts deliveries (of one result or more); parked counts
-	// this connection's waiters parked in gate, which a delivery wakes.
-	delivered atomic.Uint64
-	parked    atomic.Int32
 }
 
 // pollBatch is how many completions one Poll reaps at most.
@@ -186,9 +180,6 @@ func (c *conn) progressLocked() error {
 	}
 	c.deliverLocked()
 	if err != nil {
-		if c.parked.Load() > 0 {
-			gate.wake(c, true)
-		}
 		return fmt.Errorf("jakiro: connection failed: %w", err)
 	}
 	return nil
@@ -219,11 +210,7 @@ func (c *conn) flushLocked() error {
 
 // deliverLocked hands finished requests to their callers.
 func (c *conn) deliverLocked() {
-	rs := c.eng.Results()
-	if len(rs) == 0 {
-		return
-	}
-	for _, r := range rs {
+	for _, r := range c.eng.Results() {
 		cl := c.slotCall[r.Slot]
 		c.slotCall[r.Slot] = nil
 		if cl == nil {
@@ -233,10 +220,6 @@ func (c *conn) deliverLocked() {
 		cl.val = append(cl.val[:0], r.Value...)
 	}
 	c.eng.Consumed()
-	c.delivered.Add(1)
-	if c.parked.Load() > 0 {
-		gate.wake(c, false)
-	}
 }
 
 // submitLocked waits for a free slot in partition p and submits.

@@ -21,7 +21,7 @@ func TestSpinGate(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 50 {
-				if _, err := g.enter(context.Background(), nil, 0); err != nil {
+				if err := g.enter(context.Background()); err != nil {
 					t.Error(err)
 					return
 				}
@@ -45,13 +45,13 @@ func TestSpinGate(t *testing.T) {
 
 	// Fill every place, then park a waiter whose context ends.
 	for range limit {
-		if _, err := g.enter(context.Background(), nil, 0); err != nil {
+		if err := g.enter(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := g.enter(ctx, nil, 0); err == nil {
+	if err := g.enter(ctx); err == nil {
 		t.Fatal("enter past the limit returned without its context ending")
 	}
 	for range limit {

@@ -73,25 +73,18 @@ func (c *conn) wait(ctx context.Context, w *waitState) error {
 	if crowded {
 		c.eng.Yielded()
 	}
-	gen := c.delivered.Load()
 	c.mu.Unlock()
 	if w.spinning && w.spins%passEvery == 0 && gate.queued() {
 		gate.leave()
 		w.spinning = false
 	}
 	if !w.spinning && procs.Load() > 1 { // one P: only one goroutine runs anyway
-		held, err := gate.enter(ctx, c, gen)
-		c.mu.Lock()
-		if err != nil {
+		if err := gate.enter(ctx); err != nil {
+			c.mu.Lock()
 			return err
 		}
-		w.spinning = held
-		return nil // held a place, or c delivered: look again either way
-	}
-	if w.spinning {
-		gate.stepParked(c)
-	}
-	if crowded || w.spins%yieldEvery == 0 {
+		w.spinning = true
+	} else if crowded || w.spins%yieldEvery == 0 {
 		runtime.Gosched()
 	}
 	if w.spins%osYieldEvery == 0 {
