@@ -47,3 +47,18 @@ type Ringer interface {
 type BellWatcher interface {
 	BellBlocked(i int) bool
 }
+
+// RingSources is implemented by listeners whose rings name their ringer:
+// TakeRingers appends to dst the BellSource of each connection that rang
+// bell i since the last call. A peer can name others or none: a waiter
+// counts rings (RingCounter) and looks further when the named ringers do
+// not explain them.
+type RingSources interface {
+	TakeRingers(i int, dst []int) []int
+}
+
+// RingSource is implemented by acceptor-side connections of such
+// listeners: the name their rings carry, -1 if none.
+type RingSource interface {
+	BellSource() int
+}

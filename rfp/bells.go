@@ -20,7 +20,10 @@ package rfp
 //     looks at its polled and recently polled sessions, and then at every
 //     session unless those held a FlagRang request for each ring (where the
 //     fabric counts rings): a ring it cannot account for may come from any
-//     session. Rings of unanswered requests carry no mark, so they always
+//     session. Where the fabric also names ringers (shm, tcp:
+//     Listener.NamesRingers), it looks at the named sessions instead of
+//     the recently polled ones, so a ring costs a look at its ringer, not
+//     at a set that grows with the clients. Rings of unanswered requests carry no mark, so they always
 //     bring the look at every session.
 //
 // ActiveHold and IdleBeforeSleep exceed QuietRing by a margin for delivery

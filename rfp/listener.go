@@ -118,6 +118,22 @@ func (l *Listener) CountsRings() bool {
 	return ok && l.bells != nil
 }
 
+// NamesRingers reports whether TakeRingers says who rang, on this fabric.
+func (l *Listener) NamesRingers() bool {
+	_, ok := l.ln.(fabric.RingSources)
+	return ok && l.bells != nil
+}
+
+// TakeRingers appends to dst the Session.BellSource of the sessions that
+// rang partition p's bell since the last call (where NamesRingers). A
+// client can name others or none: count rings too.
+func (l *Listener) TakeRingers(p int, dst []int) []int {
+	if rs, ok := l.ln.(fabric.RingSources); ok {
+		return rs.TakeRingers(p, dst)
+	}
+	return dst
+}
+
 // Clients is the number of sessions accepted and not closed yet.
 func (l *Listener) Clients() int { return int(l.live.Load()) }
 

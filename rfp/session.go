@@ -63,6 +63,15 @@ func (s *Session) Err() error { return s.conn.Err() }
 
 // Close ends the connection and frees the grant. Call it only after every
 // partition goroutine has stopped touching the session.
+// BellSource is the name this session's rings carry (Listener.TakeRingers),
+// -1 where the fabric names none.
+func (s *Session) BellSource() int {
+	if rs, ok := s.conn.(fabric.RingSource); ok {
+		return rs.BellSource()
+	}
+	return -1
+}
+
 func (s *Session) Close() error {
 	if s.closed.Swap(true) {
 		return nil

@@ -15,8 +15,9 @@
 // Clients ring the partition's doorbell when they start sending after a
 // quiet spell, and mark the request that rang (the contract is in
 // rfp/bells.go); a busy partition checks its bell every 20 µs. After a
-// ring it looks at the clients that left the polled set within the last
-// second (the warm set): the ringer is most likely one of them. Every
+// ring it looks at the clients the fabric names as ringers (shm and tcp:
+// a bitmap beside the bell), or where it names none at the clients that
+// left the polled set within the last second (the warm set). Every
 // client is looked at (a sweep, 32 clients a pass beside the polled set)
 // only after rings that the marked requests found do not account for, and
 // every second: a pass costs what the active

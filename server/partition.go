@@ -15,8 +15,9 @@ import (
 // partition's rings of every session.
 //
 // A pass looks at the partition's polled set: the peers that had a
-// request in the last rfp.ActiveHold, and after a doorbell ring and before
-// blocking on the bell at its warm set (recently polled). Every peer is
+// request in the last rfp.ActiveHold; after a doorbell ring at the peers
+// the fabric names as ringers (or, where it names none, at its warm set:
+// recently polled); and before blocking on the bell at its warm set. Every peer is
 // looked at (a sweep, sweepChunk peers per pass beside the polled set)
 // only after a ring that no FlagRang request explains, and every
 // housekeepEvery, so a pass costs what the active clients cost, not what
@@ -37,6 +38,14 @@ type partition struct {
 	// at once, before the sweep reaches them.
 	warm     []*peer
 	warmScan bool // look at the warm set in the next pass
+
+	// Where the fabric names ringers (rfp.Listener.NamesRingers), a ring
+	// brings a look at its ringers instead of the warm set: bySrc finds
+	// a peer by its BellSource (rebuilt with all).
+	namesRingers bool
+	ringerScan   bool // look at the named ringers in the next pass
+	bySrc        []*peer
+	ringers      []int
 
 	// Rings not yet accounted for, and FlagRang requests found since the
 	// last accounting (accountRings): a pass that found a marked request
@@ -126,6 +135,38 @@ func (p *partition) reload() {
 	p.held = gen
 	p.seen.Store(gen)
 	p.prune(0, 0, true)
+	if p.namesRingers {
+		p.indexSources()
+	}
+}
+
+// indexSources rebuilds bySrc from all.
+func (p *partition) indexSources() {
+	clear(p.bySrc)
+	for _, c := range p.all {
+		if c.src < 0 {
+			continue
+		}
+		if c.src >= len(p.bySrc) {
+			p.bySrc = append(p.bySrc, make([]*peer, c.src+1-len(p.bySrc))...)
+		}
+		p.bySrc[c.src] = c
+	}
+}
+
+// scanRingers serves the peers named as ringers since the last look (those
+// not polled anyway).
+func (p *partition) scanRingers(now int64) int {
+	p.ringers = p.srv.ln.TakeRingers(p.id, p.ringers[:0])
+	work := 0
+	for _, src := range p.ringers {
+		if src < len(p.bySrc) {
+			if c := p.bySrc[src]; c != nil && !c.parts[p.id].polled {
+				work += p.serveFrom(c, now)
+			}
+		}
+	}
+	return work
 }
 
 // wake ends an asleep spell: the partition says again which list it
@@ -293,6 +334,10 @@ func (t *spinTime) slept(d int64, rang bool) {
 // sweep under way. It returns the requests served.
 func (p *partition) bellPass(now int64) int {
 	work := p.scan(p.polled, now)
+	if p.ringerScan {
+		p.ringerScan = false
+		work += p.scanRingers(now)
+	}
 	if p.warmScan {
 		p.warmScan = false
 		work += p.scan(p.warm, now)
@@ -321,7 +366,11 @@ func (p *partition) checkBell(d time.Duration) bool {
 // the rings are accounted for after it.
 func (p *partition) rang(n uint64) {
 	p.bells++
-	p.warmScan = true
+	if p.namesRingers {
+		p.ringerScan = true
+	} else {
+		p.warmScan = true
+	}
 	if !p.countsRings {
 		p.startSweep()
 		return

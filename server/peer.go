@@ -12,6 +12,7 @@ import (
 type peer struct {
 	sess  *rfp.Session
 	parts []peerPart // parts[p] is touched only by partition p's goroutine
+	src   int        // sess.BellSource: the name its rings carry, -1: none
 
 	gone atomic.Bool // unpublished: partitions drop it from their polled sets
 	dead atomic.Bool // given up (failed): partitions stop serving it
@@ -30,7 +31,7 @@ type peerPart struct {
 }
 
 func newPeer(sess *rfp.Session, partitions int) *peer {
-	return &peer{sess: sess, parts: make([]peerPart, partitions), failed: make(chan struct{})}
+	return &peer{sess: sess, parts: make([]peerPart, partitions), src: sess.BellSource(), failed: make(chan struct{})}
 }
 
 // fail gives the peer up: partitions stop serving it at once and the

@@ -8,12 +8,13 @@ import (
 
 	"github.com/jakiro-kv/jakiro/client"
 	_ "github.com/jakiro-kv/jakiro/fabric/shm"
+	"github.com/jakiro-kv/jakiro/rfp"
 )
 
 // TestRingAccounting: a ring announced by a marked request of a polled
-// client costs no sweep; a ring from a client the partition does not poll
-// (a new one), or more rings than marked requests, brings a sweep that
-// finds it. The partition goroutine does not run: the test drives its
+// client costs no sweep, nor does one whose ringer the fabric names (shm
+// names every ringer); a ring no marked request explains (its name lost:
+// a peer can clear others') brings a sweep that finds it. The partition goroutine does not run: the test drives its
 // bell checks and passes over real shm sessions.
 func TestRingAccounting(t *testing.T) {
 	srv, err := build(Config{Listen: "shm://" + filepath.Join(t.TempDir(), "r.sock"), Partitions: 1, Memory: 16 << 20, MaxValue: 1024})
@@ -26,8 +27,8 @@ func TestRingAccounting(t *testing.T) {
 	defer srv.Close()
 	p := srv.parts[0]
 	defer p.stopped.Store(true) // for Close: this partition never runs
-	if !p.countsRings {
-		t.Fatal("shm counts rings, but the partition does not know it")
+	if !p.countsRings || !p.namesRingers {
+		t.Fatal("shm counts and names rings, but the partition does not know it")
 	}
 	active, err := client.Dial(ctx, srv.Addr())
 	if err != nil {
@@ -52,6 +53,8 @@ func TestRingAccounting(t *testing.T) {
 	// every ring land, and runs one partition pass: it returns the sweeps
 	// that pass started and how many rings the clients had rung by then.
 	// It then serves the GETs to the end.
+	// hide drops the ringers' names before the pass.
+	hide := false
 	get := func(cs ...*client.Client) (sweeps, rings uint64) {
 		t.Helper()
 		settle()
@@ -74,6 +77,9 @@ func TestRingAccounting(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 		}
 		p.reload()
+		if hide {
+			srv.ln.TakeRingers(p.id, nil)
+		}
 		p.bellPass(srv.now())
 		sweeps = p.sweeps - before
 		for _, c := range cs {
@@ -100,8 +106,8 @@ func TestRingAccounting(t *testing.T) {
 	}
 
 	settle() // the rings of both Dials
-	if n, _ := get(active); n != 1 {
-		t.Fatalf("a new client's first request: %d sweeps, want 1 (it is not polled yet)", n)
+	if n, _ := get(active); n != 0 {
+		t.Fatalf("a new client's first request: %d sweeps, want 0 (its ring names it)", n)
 	}
 	// A request unanswered for rfp.RingAfter rings again, unmarked, and
 	// such a ring rightly costs a sweep: on a loaded machine a GET may
@@ -121,7 +127,14 @@ func TestRingAccounting(t *testing.T) {
 	if clean == 0 {
 		t.Fatal("no GET in 50 had rung only once when the partition looked")
 	}
-	if n, _ := get(active, idle); n != 1 {
-		t.Fatalf("a polled and an unpolled client ring together: %d sweeps, want 1", n)
+	if n, _ := get(active, idle); n != 0 {
+		t.Fatalf("a polled and an unpolled client ring together: %d sweeps, want 0 (both named)", n)
+	}
+	hide = true
+	time.Sleep(2 * time.Second) // past ActiveHold and warmHold: neither polled nor warm
+	now := srv.now()
+	p.prune(now, now-rfp.ActiveHold, false)
+	if n, _ := get(idle); n != 1 {
+		t.Fatalf("an unpolled client's ring without its name: %d sweeps, want 1", n)
 	}
 }

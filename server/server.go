@@ -81,7 +81,8 @@ func build(cfg Config) (*Server, error) {
 	empty := []*peer{}
 	s.list.Store(&empty)
 	for i := 0; i < cfg.Partitions; i++ {
-		s.parts = append(s.parts, &partition{id: i, srv: s, kv: store.Partition(i), countsRings: ln.CountsRings()})
+		s.parts = append(s.parts, &partition{id: i, srv: s, kv: store.Partition(i), countsRings: ln.CountsRings(),
+			namesRingers: ln.CountsRings() && ln.NamesRingers()})
 	}
 	return s, nil
 }

@@ -20,6 +20,8 @@ type conn struct {
 	peerData []byte
 	sock     *net.UnixConn
 	bells    *eventbell.Remote // the acceptor's doorbells (dialer side)
+	set      *eventbell.Set    // acceptor side: the listener's bells, source names this dialer's rings
+	source   int
 
 	// mu is held shared by Post and Poll while they touch the mappings,
 	// and exclusively by Close to unmap them.
@@ -63,6 +65,7 @@ func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Opti
 		peerData: peerData,
 		sock:     sock,
 		bells:    bells,
+		source:   -1,
 		done:     make(chan struct{}),
 		ring:     make([]completion, n),
 		mask:     uint64(n - 1),
@@ -185,6 +188,7 @@ func (c *conn) Close() error {
 		c.peer = nil
 		c.bells.Close()
 		c.bells = nil
+		c.set.FreeSource(c.source)
 		if derr := c.d.close(); err == nil {
 			err = derr
 		}
@@ -210,3 +214,6 @@ func (c *conn) BellBlocked(i int) bool {
 	defer c.mu.RUnlock()
 	return c.state.Load() == stateOpen && c.bells.Blocked(i)
 }
+
+// BellSource implements fabric.RingSource (acceptor side).
+func (c *conn) BellSource() int { return c.source }

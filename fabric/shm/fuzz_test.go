@@ -93,7 +93,7 @@ func FuzzWireMessage(f *testing.F) {
 	fuzzseed.Add(f, "hello-with-bells", wireBytes(msgHello, nil), byte(1|1<<2))
 	fuzzseed.Add(f, "bell-not-eventfd", wireBytes(msgAccept, nil), byte(1|1<<2|1<<6|1<<7))
 	fuzzseed.Add(f, "hello-data-over-limit", wireBytes(msgHello, make([]byte, fabric.MaxDialData+1)), byte(1))
-	fuzzseed.Add(f, "accept-data-over-limit", wireBytes(msgAccept, make([]byte, fabric.MaxAcceptData+1)), byte(1))
+	fuzzseed.Add(f, "accept-data-over-limit", wireBytes(msgAccept, make([]byte, sourceBytes+fabric.MaxAcceptData+1)), byte(1))
 	long := wireBytes(msgAccept, make([]byte, 8))
 	binary.LittleEndian.PutUint16(long[6:], 9)
 	fuzzseed.Add(f, "length-past-datagram", long, byte(1))
@@ -149,7 +149,7 @@ func FuzzWireMessage(f *testing.F) {
 		if received != len(fds) {
 			t.Fatalf("sent %d fds, message carries %d", len(fds), received)
 		}
-		limit := map[byte]int{msgHello: fabric.MaxDialData, msgAccept: fabric.MaxAcceptData, msgReject: 0}
+		limit := map[byte]int{msgHello: fabric.MaxDialData, msgAccept: sourceBytes + fabric.MaxAcceptData, msgReject: 0}
 		lim, known := limit[m.typ]
 		switch {
 		case !known:
@@ -189,7 +189,7 @@ func FuzzWireRoundTrip(f *testing.F) {
 			data = data[:min(len(data), fabric.MaxDialData)]
 			fd = fdOfKind(t, 1)
 		case msgAccept:
-			data = data[:min(len(data), fabric.MaxAcceptData)]
+			data = data[:min(len(data), sourceBytes+fabric.MaxAcceptData)]
 			fd = fdOfKind(t, 1)
 			if int(bells) > maxBells {
 				// More than one message carries: Listen must refuse to offer them.

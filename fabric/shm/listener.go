@@ -141,7 +141,7 @@ func (l *listener) hello(_ context.Context, nc net.Conn) (*setup, error) {
 		sendMsg(c, msgReject, nil, -1)
 		return nil, err
 	}
-	return &setup{d: d, sock: c, opts: l.opts, acceptor: true, peerData: m.data, peer: peer, bells: l.bells.Share()}, nil
+	return &setup{d: d, sock: c, opts: l.opts, acceptor: true, peerData: m.data, peer: peer, bells: l.bells.Share(), set: l.bells}, nil
 }
 
 func (l *listener) Accept(ctx context.Context) (fabric.Setup, error) {
@@ -178,3 +178,6 @@ func (l *listener) BellRings(i int) uint64 { return l.bells.BellRings(i) }
 
 // RingBell implements fabric.Doorbells.
 func (l *listener) RingBell(i int) error { return l.bells.RingBell(i) }
+
+// TakeRingers implements fabric.RingSources.
+func (l *listener) TakeRingers(i int, dst []int) []int { return l.bells.TakeRingers(i, dst) }

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -24,9 +25,10 @@ type setup struct {
 	sock     *net.UnixConn
 	opts     fabric.Options
 	acceptor bool
-	peerData []byte // acceptor: the dialer's private data
-	peer     []byte // acceptor: the dialer's mapped domain
-	bells    []int  // acceptor: the listener's doorbells, sent with accept
+	peerData []byte         // acceptor: the dialer's private data
+	peer     []byte         // acceptor: the dialer's mapped domain
+	bells    []int          // acceptor: the listener's doorbells, sent with accept
+	set      *eventbell.Set // acceptor: names the dialer's rings
 
 	mu    sync.Mutex
 	state int // setupOpen, setupDone, setupClosed
@@ -59,14 +61,22 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 	stop := bindContext(ctx, s.sock)
 	defer stop()
 	if s.acceptor {
-		if err := sendMsg(s.sock, msgAccept, data, s.d.fd, s.bells...); err != nil {
+		src := s.set.AllocSource()
+		var b [sourceBytes + fabric.MaxAcceptData]byte
+		binary.LittleEndian.PutUint32(b[:], uint32(int32(src)))
+		n := sourceBytes + copy(b[sourceBytes:], data)
+		if err := sendMsg(s.sock, msgAccept, b[:n], s.d.fd, s.bells...); err != nil {
+			s.set.FreeSource(src)
 			s.abort()
 			return nil, ctxErr(ctx, fmt.Errorf("shm: send accept: %w", err))
 		}
 		if err := s.finish(ctx, stop); err != nil {
+			s.set.FreeSource(src)
 			return nil, err
 		}
-		return newConn(s.d, s.peer, s.peerData, s.sock, s.opts, nil), nil
+		c := newConn(s.d, s.peer, s.peerData, s.sock, s.opts, nil)
+		c.set, c.source = s.set, src
+		return c, nil
 	}
 	if err := sendMsg(s.sock, msgHello, data, s.d.fd); err != nil {
 		s.abort()
@@ -97,6 +107,14 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		s.abort()
 		return nil, fmt.Errorf("%w: unexpected message type %d", errProtocol, m.typ)
 	}
+	if len(m.data) < sourceBytes {
+		unix.Close(m.fd)
+		closeFDs(m.bells)
+		s.abort()
+		return nil, fmt.Errorf("%w: accept of %d bytes, without its ring source", errProtocol, len(m.data))
+	}
+	src := int(int32(binary.LittleEndian.Uint32(m.data)))
+	m.data = m.data[sourceBytes:]
 	peer, err := mapPeer(m.fd, maxDomainSize)
 	if err != nil {
 		closeFDs(m.bells)
@@ -104,7 +122,7 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		return nil, err
 	}
 	s.peer = peer // freed by finish on failure
-	bells, err := eventbell.Open(m.bells)
+	bells, err := eventbell.Open(m.bells, src)
 	if err != nil {
 		s.abort()
 		return nil, fmt.Errorf("%w: %v", errProtocol, err)

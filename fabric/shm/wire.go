@@ -28,7 +28,11 @@ const (
 	msgAccept = 2
 	msgReject = 3
 
-	maxMsg = wireHdr + fabric.MaxAcceptData
+	// An accept's data starts with the dialer's ring source (int32, -1:
+	// none; eventbell.Set.AllocSource), then the private data.
+	sourceBytes = 4
+
+	maxMsg = wireHdr + sourceBytes + fabric.MaxAcceptData
 
 	// scmMaxFD is the most fds Linux passes in one SCM_RIGHTS message
 	// (SCM_MAX_FD); accept carries the domain memfd, then the bells (two
@@ -101,7 +105,7 @@ func recvMsg(c *net.UnixConn) (message, error) {
 	case msgHello:
 		limit, wantFD = fabric.MaxDialData, true
 	case msgAccept:
-		limit, wantFD = fabric.MaxAcceptData, true
+		limit, wantFD = sourceBytes+fabric.MaxAcceptData, true
 	case msgReject:
 	default:
 		return fail("unknown message type %d", m.typ)

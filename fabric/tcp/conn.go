@@ -24,6 +24,7 @@ type conn struct {
 	p        *poller
 	d        *domain
 	bells    *eventbell.Set // acceptor side: rung by the peer's frameRing
+	source   int            // acceptor side: the name its rings carry (bells.AllocSource)
 	peerData []byte
 	depth    int
 	// peerDepth is the most requests the peer may have unanswered (its
@@ -91,6 +92,7 @@ func newConn(fd int, d *domain, o fabric.Options, peerData []byte, peerDepth int
 		d:           d,
 		peerData:    peerData,
 		bells:       bells,
+		source:      bells.AllocSource(),
 		depth:       o.QueueDepth,
 		peerDepth:   max(1, min(peerDepth, maxQueueDepth)),
 		ops:         make([]pending, ceilPow2(o.QueueDepth)),
@@ -151,9 +153,13 @@ func (c *conn) Close() error {
 		c.txMu.Unlock()
 		c.rxMu.Unlock()
 		c.d.closeAll()
+		c.bells.FreeSource(c.source) // after rx: no ring names it any more
 	})
 	return nil
 }
+
+// BellSource implements fabric.RingSource (acceptor side).
+func (c *conn) BellSource() int { return c.source }
 
 // drain acknowledges what the NIC already applied, as a NIC would: the
 // application may have seen a WRITE land and closed at once. It stops

@@ -97,5 +97,8 @@ func (l *listener) WaitBell(i int, d time.Duration) (bool, error) {
 // RingBell implements fabric.Doorbells.
 func (l *listener) RingBell(i int) error { return l.bells.RingBell(i) }
 
+// TakeRingers implements fabric.RingSources.
+func (l *listener) TakeRingers(i int, dst []int) []int { return l.bells.TakeRingers(i, dst) }
+
 // BellRings implements fabric.RingCounter.
 func (l *listener) BellRings(i int) uint64 { return l.bells.BellRings(i) }

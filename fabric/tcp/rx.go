@@ -247,7 +247,7 @@ func (c *conn) frame(h []byte) error {
 	switch h[0] {
 	case frameRing:
 		if key < fabric.MaxDoorbells {
-			_ = c.bells.RingBell(int(key)) // nil bells: none offered
+			_ = c.bells.RingFrom(int(key), c.source) // nil bells: none offered
 		}
 		return nil
 	case frameRead:

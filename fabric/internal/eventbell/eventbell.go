@@ -17,6 +17,7 @@ package eventbell
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,10 @@ type Set struct {
 	seen   []uint64        // per bell: the counter WaitBell last saw (only WaitBell(i) touches seen[i])
 	rings  []atomic.Uint64 // per bell: rings WaitBell saw
 	closed atomic.Bool     // Close may race a waiter that outlived its owner
+
+	srcMu   sync.Mutex
+	freeSrc []int // names returned, reused first: the bitmap stays as small as the peers
+	nextSrc int
 }
 
 // maxRingsSeen bounds the rings one look counts: peers write the
@@ -77,11 +82,61 @@ func (b *Set) RingBell(i int) error {
 	if b == nil || i < 0 || i >= len(b.fds) || b.closed.Load() {
 		return nil
 	}
-	return ring(&b.pages, b.fds, i)
+	return ring(&b.pages, b.fds, i, -1)
 }
 
-// ring adds one to bell i's counter and wakes its waiter if it is blocked.
-func ring(p *pages, fds []int, i int) error {
+// RingFrom rings bell i naming src, for providers that receive rings on a
+// connection (tcp) and ring locally for it.
+func (b *Set) RingFrom(i, src int) error {
+	if b == nil || i < 0 || i >= len(b.fds) || b.closed.Load() {
+		return nil
+	}
+	return ring(&b.pages, b.fds, i, src)
+}
+
+// TakeRingers implements fabric.RingSources: the sources named on bell i
+// since the last call, appended to dst. One goroutine takes a bell's.
+func (b *Set) TakeRingers(i int, dst []int) []int {
+	if b == nil || i < 0 || i >= len(b.fds) || b.closed.Load() {
+		return dst
+	}
+	return b.pages.take(i, dst)
+}
+
+// AllocSource gives a connection a name to ring under (-1 when all
+// MaxSources are taken); FreeSource returns it.
+func (b *Set) AllocSource() int {
+	if b == nil {
+		return -1
+	}
+	b.srcMu.Lock()
+	defer b.srcMu.Unlock()
+	if n := len(b.freeSrc); n > 0 {
+		s := b.freeSrc[n-1]
+		b.freeSrc = b.freeSrc[:n-1]
+		return s
+	}
+	if b.nextSrc >= MaxSources {
+		return -1
+	}
+	b.nextSrc++
+	return b.nextSrc - 1
+}
+
+// FreeSource returns a name AllocSource gave.
+func (b *Set) FreeSource(src int) {
+	if b == nil || src < 0 || src >= MaxSources {
+		return
+	}
+	b.srcMu.Lock()
+	b.freeSrc = append(b.freeSrc, src)
+	b.srcMu.Unlock()
+}
+
+// ring names src (if any) as a ringer of bell i, adds one to its counter
+// and wakes its waiter if it is blocked.
+func ring(p *pages, fds []int, i, src int) error {
+	p.name(i, src)
 	p.counter(i).Add(1)
 	if p.flag(i).Load() == 0 {
 		return nil

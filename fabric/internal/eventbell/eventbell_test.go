@@ -3,6 +3,7 @@ package eventbell
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func remoteOf(t *testing.T, s *Set) *Remote {
 		}
 		fds = append(fds, d)
 	}
-	r, err := Open(fds)
+	r, err := Open(fds, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +74,48 @@ func TestRingAwakeIsMemory(t *testing.T) {
 	r.Ring(7) // out of range: ignored
 }
 
+// TestRingersNamed: a ring names its source on its bell, once until taken;
+// sources across the bitmap's words all come back; names are reused.
+func TestRingersNamed(t *testing.T) {
+	s, err := New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := remoteOf(t, s) // source 5
+	r.Ring(1)
+	r.Ring(1)
+	if got := s.TakeRingers(1, nil); len(got) != 1 || got[0] != 5 {
+		t.Fatalf("ringers of bell 1: %v, want [5]", got)
+	}
+	if got := s.TakeRingers(1, nil); len(got) != 0 {
+		t.Fatalf("ringers taken twice: %v", got)
+	}
+	if got := s.TakeRingers(0, nil); len(got) != 0 {
+		t.Fatalf("bell 0 names %v, only bell 1 rang", got)
+	}
+	want := []int{0, 63, 64, 4095, 4096, MaxSources - 1}
+	for _, src := range want {
+		s.RingFrom(0, src)
+	}
+	s.RingFrom(0, MaxSources) // past the bitmap: rings unnamed
+	s.RingFrom(0, -1)
+	if got := s.TakeRingers(0, nil); !slices.Equal(got, want) {
+		t.Fatalf("ringers %v, want %v", got, want)
+	}
+	if rang, _ := s.WaitBell(0, 0); !rang || s.BellRings(0) != uint64(len(want)+2) {
+		t.Fatalf("rang %v, %d rings counted, want %d", rang, s.BellRings(0), len(want)+2)
+	}
+	a, b := s.AllocSource(), s.AllocSource()
+	if a != 0 || b != 1 {
+		t.Fatalf("sources %d, %d, want 0, 1", a, b)
+	}
+	s.FreeSource(a)
+	if c := s.AllocSource(); c != a {
+		t.Fatalf("source %d after freeing %d", c, a)
+	}
+}
+
 // TestRingWakesBlocked: a ring at any moment around the waiter blocking
 // wakes it; none is lost (a lost one would leave WaitBell to its timeout).
 func TestRingWakesBlocked(t *testing.T) {
@@ -114,7 +157,7 @@ func TestFlagsReadOnlyForPeers(t *testing.T) {
 	}
 	defer s.Close()
 	ro := s.Share()[1]
-	_, err = unix.Mmap(ro, 0, pagesBytes(2), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	_, err = unix.Mmap(ro, 0, flagBytes(2), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if !errors.Is(err, unix.EACCES) {
 		t.Fatalf("writable map of the flag page: %v, want EACCES", err)
 	}
@@ -143,7 +186,7 @@ func TestOpenRejects(t *testing.T) {
 		"unsealed counter": {unsealed(t), dup(sh[1]), dup(sh[2])},
 	}
 	for name, fds := range cases {
-		if r, err := Open(fds); err == nil {
+		if r, err := Open(fds, 5); err == nil {
 			r.Close()
 			t.Errorf("%s: opened", name)
 		}
@@ -160,6 +203,6 @@ func unsealed(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unix.Ftruncate(fd, int64(pagesBytes(1)))
+	unix.Ftruncate(fd, int64(counterBytes(1)))
 	return fd
 }

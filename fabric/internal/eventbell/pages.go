@@ -2,6 +2,7 @@ package eventbell
 
 import (
 	"fmt"
+	"math/bits"
 	"sync/atomic"
 	"unsafe"
 
@@ -11,6 +12,20 @@ import (
 // lineBytes keeps each bell's counter (and flag) on its own cache line:
 // clients of different partitions ring without sharing a line.
 const lineBytes = 64
+
+// MaxSources is how many ringers a bell can name (Set.AllocSource): each
+// bell has a bitmap of them, with a summary bit per bitmap word, so the
+// waiter finds who rang in a few loads whatever the number of peers.
+// Ringers past it ring unnamed.
+const MaxSources = 16384
+
+const (
+	sourceWords  = MaxSources / 64
+	summaryWords = sourceWords / 64
+	// A bell's share of the counter page: its counter line, a line for
+	// the summary, then the bitmap.
+	bellStride = lineBytes + lineBytes + sourceWords*8
+)
 
 // pageSeals keep a shared page from shrinking under a process that maps
 // it (a shrunk mapping faults on access).
@@ -23,13 +38,56 @@ type pages struct {
 	flagFD          int
 }
 
-func pagesBytes(n int) int {
+func roundPage(n int) int {
 	ps := unix.Getpagesize()
-	return (n*lineBytes + ps - 1) / ps * ps
+	return (n + ps - 1) / ps * ps
 }
 
-func (p *pages) counter(i int) *atomic.Uint64 {
-	return (*atomic.Uint64)(unsafe.Pointer(&p.counters[i*lineBytes]))
+func counterBytes(n int) int { return roundPage(n * bellStride) }
+func flagBytes(n int) int    { return roundPage(n * lineBytes) }
+
+func (p *pages) word(off int) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&p.counters[off]))
+}
+
+func (p *pages) counter(i int) *atomic.Uint64 { return p.word(i * bellStride) }
+
+func (p *pages) summary(i, w int) *atomic.Uint64 { return p.word(i*bellStride + lineBytes + w*8) }
+
+func (p *pages) sources(i, w int) *atomic.Uint64 {
+	return p.word(i*bellStride + 2*lineBytes + w*8)
+}
+
+// name marks source src as a ringer of bell i: its bitmap bit, then the
+// summary bit, both before the ring is counted, so a waiter that sees the
+// count sees the names.
+func (p *pages) name(i, src int) {
+	if src < 0 || src >= MaxSources {
+		return
+	}
+	w := src / 64
+	p.sources(i, w).Or(1 << (src % 64))
+	p.summary(i, w/64).Or(1 << (w % 64))
+}
+
+// take appends to dst the sources named on bell i since the last take
+// and clears them.
+func (p *pages) take(i int, dst []int) []int {
+	for sw := range summaryWords {
+		sum := p.summary(i, sw).Swap(0)
+		for sum != 0 {
+			b := bits.TrailingZeros64(sum)
+			sum &^= 1 << b
+			w := sw*64 + b
+			set := p.sources(i, w).Swap(0)
+			for set != 0 {
+				s := bits.TrailingZeros64(set)
+				set &^= 1 << s
+				dst = append(dst, w*64+s)
+			}
+		}
+	}
+	return dst
 }
 
 func (p *pages) flag(i int) *atomic.Uint32 {
@@ -49,10 +107,10 @@ func (p *pages) closeFDs() {
 // read-only fd of the flag page for peers.
 func newPages(n int) (pages, int, error) {
 	p := pages{counterFD: -1, flagFD: -1}
-	size := pagesBytes(max(n, 1))
+	n = max(n, 1)
 	var err error
-	if p.counterFD, p.counters, err = sharedPage("jakiro-bell-counters", size); err == nil {
-		p.flagFD, p.flags, err = sharedPage("jakiro-bell-flags", size)
+	if p.counterFD, p.counters, err = sharedPage("jakiro-bell-counters", counterBytes(n)); err == nil {
+		p.flagFD, p.flags, err = sharedPage("jakiro-bell-flags", flagBytes(n))
 	}
 	if err != nil {
 		p.closeFDs()
@@ -89,16 +147,18 @@ func sharedPage(name string, size int) (int, []byte, error) {
 // Remote rings the bells of a Set in another process, from the fds its
 // Share gave.
 type Remote struct {
-	pages pages
-	fds   []int
+	pages  pages
+	fds    []int
+	source int // the name it rings under (Set.AllocSource), -1: none
 }
 
 // Open takes over shared (as Share orders them: counter page, flag page,
-// eventfds), checks each is what it must be, and maps the pages. It
-// closes every fd it does not keep, also on error. Empty shared: no bells.
-func Open(shared []int) (*Remote, error) {
+// eventfds), checks each is what it must be, and maps the pages; its
+// rings name source (-1: none). It closes every fd it does not keep, also
+// on error. Empty shared: no bells.
+func Open(shared []int, source int) (*Remote, error) {
 	if len(shared) == 0 {
-		return &Remote{pages: pages{counterFD: -1, flagFD: -1}}, nil
+		return &Remote{pages: pages{counterFD: -1, flagFD: -1}, source: -1}, nil
 	}
 	fail := func(format string, a ...any) (*Remote, error) {
 		for _, fd := range shared {
@@ -116,19 +176,18 @@ func Open(shared []int) (*Remote, error) {
 			return fail("doorbell fd is not an eventfd")
 		}
 	}
-	size := pagesBytes(len(bells))
-	counters, err := mapPage(shared[0], size, unix.PROT_READ|unix.PROT_WRITE)
+	counters, err := mapPage(shared[0], counterBytes(len(bells)), unix.PROT_READ|unix.PROT_WRITE)
 	if err != nil {
 		return fail("doorbell counters: %v", err)
 	}
-	flags, err := mapPage(shared[1], size, unix.PROT_READ)
+	flags, err := mapPage(shared[1], flagBytes(len(bells)), unix.PROT_READ)
 	if err != nil {
 		unix.Munmap(counters)
 		return fail("doorbell flags: %v", err)
 	}
 	unix.Close(shared[0])
 	unix.Close(shared[1])
-	return &Remote{pages: pages{counters: counters, flags: flags, counterFD: -1, flagFD: -1}, fds: bells}, nil
+	return &Remote{pages: pages{counters: counters, flags: flags, counterFD: -1, flagFD: -1}, fds: bells, source: source}, nil
 }
 
 // mapPage maps a sealed memfd of at least size bytes.
@@ -156,7 +215,7 @@ func (r *Remote) Ring(i int) error {
 	if r == nil || i < 0 || i >= len(r.fds) {
 		return nil
 	}
-	return ring(&r.pages, r.fds, i)
+	return ring(&r.pages, r.fds, i, r.source)
 }
 
 // Blocked reports whether bell i's waiter is blocked on it.
