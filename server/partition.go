@@ -46,6 +46,10 @@ type partition struct {
 	ringerScan   bool // look at the named ringers in the next pass
 	bySrc        []*peer
 	ringers      []int
+	// fresh are peers published since the last reload, looked at once: a
+	// new client may ring before the server publishes it, and its name is
+	// then dropped (a shm client skips reminders to an awake partition).
+	fresh []*peer
 
 	// Rings not yet accounted for, and FlagRang requests found since the
 	// last accounting (accountRings): a pass that found a marked request
@@ -140,9 +144,9 @@ func (p *partition) reload() {
 	}
 }
 
-// indexSources rebuilds bySrc from all.
+// indexSources rebuilds bySrc from all, and notes in fresh the peers it
+// did not index before.
 func (p *partition) indexSources() {
-	clear(p.bySrc)
 	for _, c := range p.all {
 		if c.src < 0 {
 			continue
@@ -150,8 +154,26 @@ func (p *partition) indexSources() {
 		if c.src >= len(p.bySrc) {
 			p.bySrc = append(p.bySrc, make([]*peer, c.src+1-len(p.bySrc))...)
 		}
-		p.bySrc[c.src] = c
+		if p.bySrc[c.src] != c {
+			p.fresh = append(p.fresh, c)
+		}
 	}
+	clear(p.bySrc)
+	for _, c := range p.all {
+		if c.src >= 0 {
+			p.bySrc[c.src] = c
+		}
+	}
+	// Fresh peers of an older list not looked at yet stay only while
+	// published: an unpublished one may be freed once we hold this list.
+	kept := p.fresh[:0]
+	for _, c := range p.fresh {
+		if p.bySrc[c.src] == c {
+			kept = append(kept, c)
+		}
+	}
+	clear(p.fresh[len(kept):])
+	p.fresh = kept
 }
 
 // scanRingers serves the peers named as ringers since the last look (those
@@ -337,6 +359,11 @@ func (p *partition) bellPass(now int64) int {
 	if p.ringerScan {
 		p.ringerScan = false
 		work += p.scanRingers(now)
+	}
+	if len(p.fresh) > 0 {
+		work += p.scan(p.fresh, now)
+		clear(p.fresh)
+		p.fresh = p.fresh[:0]
 	}
 	if p.warmScan {
 		p.warmScan = false

@@ -137,4 +137,37 @@ func TestRingAccounting(t *testing.T) {
 	if n, _ := get(idle); n != 1 {
 		t.Fatalf("an unpolled client's ring without its name: %d sweeps, want 1", n)
 	}
+
+	// A new client that rings before the partition holds a list with it:
+	// its name is unknown and dropped, the sweep that follows covers only
+	// the old list, and a shm client does not remind an awake partition.
+	// The partition looks at every peer new in the list it loads.
+	settle()
+	late, err := client.Dial(ctx, srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	done := make(chan error, 1)
+	go func() { _, err := late.Get(ctx, []byte("k")); done <- err }()
+	deadline := time.Now().Add(30 * time.Second)
+	for p.ringDebt == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the new client's ring not seen in 30s")
+		}
+		p.checkBell(0)
+		time.Sleep(100 * time.Microsecond)
+	}
+	for p.ringDebt > 0 || p.sweeping { // without loading the list
+		p.bellPass(srv.now())
+	}
+	served := p.served
+	p.reload()
+	p.bellPass(srv.now())
+	if p.served != served+1 {
+		t.Fatalf("the pass after loading the list served %d requests, want the new client's GET", p.served-served)
+	}
+	if err := <-done; err != nil && err != client.ErrNotFound {
+		t.Fatal(err)
+	}
 }

@@ -82,7 +82,7 @@ func build(cfg Config) (*Server, error) {
 	s.list.Store(&empty)
 	for i := 0; i < cfg.Partitions; i++ {
 		s.parts = append(s.parts, &partition{id: i, srv: s, kv: store.Partition(i), countsRings: ln.CountsRings(),
-			namesRingers: ln.CountsRings() && ln.NamesRingers()})
+			namesRingers: ln.CountsRings() && ln.NamesRingers() && !cfg.IdlePoll})
 	}
 	return s, nil
 }
