@@ -148,10 +148,14 @@ func TestRingAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer late.Close()
+	// Wait until the server has seen every ring the clients rang, the
+	// GET's among them (its WRITE went before it): not just any ring.
+	r0 := late.Counters().Rings
+	rung := func() uint64 { return active.Counters().Rings + idle.Counters().Rings + late.Counters().Rings }
 	done := make(chan error, 1)
 	go func() { _, err := late.Get(ctx, []byte("k")); done <- err }()
 	deadline := time.Now().Add(30 * time.Second)
-	for p.ringDebt == 0 {
+	for late.Counters().Rings == r0 || srv.ln.BellRings(p.id) < rung() {
 		if time.Now().After(deadline) {
 			t.Fatal("the new client's ring not seen in 30s")
 		}
