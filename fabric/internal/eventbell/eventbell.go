@@ -173,6 +173,7 @@ func (b *Set) WaitBell(i int, d time.Duration) (bool, error) {
 	if b.look(i) { // rung as we raised the flag: its ringer may not have seen it
 		return true, nil
 	}
+	deadline := time.Now().Add(d)
 	ms := max(1, int(d/time.Millisecond))
 	pfd := []unix.PollFd{{Fd: int32(b.fds[i]), Events: unix.POLLIN}}
 	for {
@@ -185,7 +186,16 @@ func (b *Set) WaitBell(i int, d time.Duration) (bool, error) {
 		}
 		var buf [8]byte
 		unix.Read(b.fds[i], buf[:]) // drain; the counter counts
-		return b.look(i), nil
+		if b.look(i) {
+			return true, nil
+		}
+		// A write left by a ring already counted (it saw the flag of an
+		// earlier wait) wakes us for nothing: wait out the rest.
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false, nil
+		}
+		ms = max(1, int(left/time.Millisecond))
 	}
 }
 
