@@ -28,6 +28,11 @@ type conn struct {
 	slotCall []*call // the caller waiting on each ring slot, nil if none
 	free     []*call
 	closed   bool
+
+	// Callers sharing the connection (follow.go).
+	driver               *call   // whose caller steps the engine now, nil if none
+	queue                []*call // requests waiting for a free slot, oldest first
+	sleepHead, sleepTail *call   // callers asleep, oldest first
 }
 
 // pollBatch is how many completions one Poll reaps at most.
@@ -38,6 +43,19 @@ type call struct {
 	done bool
 	st   rfp.Status
 	val  []byte // copy of the value, reused across calls
+	err  error  // set when the request could not be submitted
+
+	// A request queued for a free slot (follow.go).
+	queued     bool
+	p          int
+	op         rfp.Op
+	key, value []byte
+	ttl        uint32
+
+	// A caller asleep until its call is done or it is to drive.
+	asleep     bool
+	wake       chan struct{} // cap 1
+	prev, next *call
 }
 
 // dialRetries is how many times dial tries again after the server closed
@@ -87,6 +105,7 @@ func (c *conn) close() error {
 		return nil
 	}
 	c.closed = true
+	c.wakeAllLocked() // each sees ErrClosed
 	return c.fc.Close()
 }
 
@@ -161,6 +180,7 @@ func (c *conn) progressLocked() error {
 	if c.closed {
 		return ErrClosed
 	}
+	c.submitQueuedLocked()
 	e := c.eng
 	now := c.now()
 	if now >= e.Next() {
@@ -216,34 +236,11 @@ func (c *conn) deliverLocked() {
 		if cl == nil {
 			continue // its caller gave up (context ended)
 		}
-		cl.done, cl.st = true, r.Status
+		cl.st = r.Status
 		cl.val = append(cl.val[:0], r.Value...)
+		c.finishLocked(cl, nil)
 	}
 	c.eng.Consumed()
-}
-
-// submitLocked waits for a free slot in partition p and submits.
-func (c *conn) submitLocked(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl uint32, cl *call) error {
-	var w waitState
-	defer w.done()
-	for !c.eng.Free(p) {
-		if err := c.progressLocked(); err != nil {
-			return err
-		}
-		if c.eng.Free(p) {
-			break
-		}
-		if err := c.wait(ctx, &w); err != nil {
-			return err
-		}
-	}
-	slot, err := c.eng.Submit(c.now(), p, op, key, value, ttl)
-	if err != nil {
-		return err
-	}
-	cl.done = false
-	c.slotCall[slot] = cl
-	return nil
 }
 
 // do runs one operation on partition p synchronously; the value is
@@ -252,28 +249,35 @@ func (c *conn) do(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl := c.getCall()
-	if err := c.submitLocked(ctx, p, op, key, value, ttl, cl); err != nil {
-		c.free = append(c.free, cl)
-		return dst, err
-	}
-	var w waitState
-	defer w.done()
-	for !cl.done {
-		if err := c.progressLocked(); err != nil {
+	cl.done, cl.err = false, nil
+	if len(c.queue) == 0 && c.eng.Free(p) {
+		slot, err := c.eng.Submit(c.now(), p, op, key, value, ttl)
+		if err != nil {
+			c.free = append(c.free, cl)
 			return dst, err
 		}
-		if cl.done {
-			break
+		c.slotCall[slot] = cl
+		if c.driver != nil { // post now: the driver may be waiting for a place to spin
+			if err := c.flushLocked(); err != nil {
+				c.forget(cl)
+				return dst, err
+			}
 		}
-		if err := c.wait(ctx, &w); err != nil {
-			c.forget(cl)
-			return dst, err
-		}
+	} else {
+		cl.p, cl.op, cl.key, cl.value, cl.ttl = p, op, key, value, ttl
+		c.enqueueLocked(cl)
 	}
-	dst = append(dst, cl.val...)
-	st := cl.st
+	err := c.awaitLocked(ctx, cl)
+	cl.key, cl.value = nil, nil // the caller's memory
+	if !cl.done {
+		return dst, err // cl stays out of the free list: a late answer may name it
+	}
+	if err == nil {
+		err = statusErr(cl.st)
+		dst = append(dst, cl.val...)
+	}
 	c.free = append(c.free, cl)
-	return dst, statusErr(st)
+	return dst, err
 }
 
 // run executes a batch pipelined over every partition's window. It

@@ -2,8 +2,11 @@
 //
 // Importing it registers two go-ycsb databases (ycsb.RegisterDBCreator):
 //
-//   - "jakiro": one client per go-ycsb thread, over any fabric URL.
-//     Properties: jakiro.addr (fabric URL, default shm:///tmp/jakiro.sock;
+//   - "jakiro": go-ycsb threads share a few clients, over any fabric URL
+//     (thread i uses client i mod jakiro.conns; a client serves many
+//     goroutines, one driving its connection while the others sleep).
+//     Properties: jakiro.conns (clients; default 4 per GOMAXPROCS, never
+//     more than the threads), jakiro.addr (fabric URL, default shm:///tmp/jakiro.sock;
 //     a comma-separated list spreads keys over many servers, see
 //     client.Dial),
 //     jakiro.mode (rfp|reply|hybrid), jakiro.rfs (bytes, or auto),

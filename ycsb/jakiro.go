@@ -30,28 +30,39 @@ func (jakiroCreator) Create(p *properties.Properties) (goycsb.DB, error) {
 	return NewJakiroDB(cfg), nil
 }
 
-// JakiroDB is the go-ycsb driver. Each go-ycsb thread gets its own client
-// (a Client serialises its callers), dialled in InitThread.
+// JakiroDB is the go-ycsb driver. go-ycsb threads share its clients:
+// thread i uses client i mod Conns (dialled by the first thread that
+// needs it). A Client serves many goroutines: one drives its connection
+// while the others sleep until their answers arrive, so a thousand
+// threads cost a few connections, not a thousand spinning ones.
 type JakiroDB struct {
 	cfg JakiroConfig
 
 	mu      sync.Mutex
-	live    map[*jakiroThread]struct{}
+	clients []*sharedClient // by thread mod len, sized by the first InitThread
 	retired client.Counters // counters of clients already closed
+}
+
+// sharedClient is one client and the threads using it.
+type sharedClient struct {
+	c     *client.Client
+	err   error // dial failure, returned by every operation of its threads
+	users int
 }
 
 // NewJakiroDB returns a driver; it dials nothing until InitThread.
 func NewJakiroDB(cfg JakiroConfig) *JakiroDB {
-	return &JakiroDB{cfg: cfg, live: map[*jakiroThread]struct{}{}}
+	return &JakiroDB{cfg: cfg}
 }
 
 type jakiroThread struct {
-	c     *client.Client
-	err   error // dial failure, returned by every operation
-	buf   []byte
-	val   []byte
-	batch client.Batch
-	bufs  [][]byte
+	c      *client.Client
+	err    error
+	shared *sharedClient
+	buf    []byte
+	val    []byte
+	batch  client.Batch
+	bufs   [][]byte
 }
 
 type threadKey struct{}
@@ -64,42 +75,58 @@ func (d *JakiroDB) dial(ctx context.Context) (*client.Client, error) {
 	return client.Dial(ctx, d.cfg.Addr, opts...)
 }
 
-// InitThread dials the thread's client. A failure is kept and returned by
-// every operation: go-ycsb's InitThread cannot fail.
-func (d *JakiroDB) InitThread(ctx context.Context, _, _ int) context.Context {
-	t := &jakiroThread{}
-	t.c, t.err = d.dial(ctx)
-	if t.err == nil {
-		d.mu.Lock()
-		d.live[t] = struct{}{}
-		d.mu.Unlock()
+// InitThread gives the thread its client, dialling it if it is the
+// first of its threads. A dial failure is kept and returned by every
+// operation: go-ycsb's InitThread cannot fail.
+func (d *JakiroDB) InitThread(ctx context.Context, threadID, threadCount int) context.Context {
+	d.mu.Lock()
+	if d.clients == nil {
+		d.clients = make([]*sharedClient, d.cfg.conns(threadCount))
 	}
+	i := threadID % len(d.clients)
+	if i < 0 {
+		i += len(d.clients)
+	}
+	sc := d.clients[i]
+	if sc == nil || sc.users == 0 {
+		sc = &sharedClient{}
+		sc.c, sc.err = d.dial(ctx) // under d.mu: threads of other clients wait for this dial, once
+		d.clients[i] = sc
+	}
+	sc.users++
+	d.mu.Unlock()
+	t := &jakiroThread{c: sc.c, err: sc.err, shared: sc}
 	return context.WithValue(ctx, threadKey{}, t)
 }
 
-// CleanupThread closes the thread's client, keeping its counters.
+// CleanupThread lets go of the thread's client; the last of its threads
+// closes it, keeping its counters.
 func (d *JakiroDB) CleanupThread(ctx context.Context) {
 	t, _ := ctx.Value(threadKey{}).(*jakiroThread)
-	if t == nil || t.c == nil {
+	if t == nil || t.shared == nil {
 		return
 	}
 	d.mu.Lock()
-	if _, ok := d.live[t]; ok {
-		delete(d.live, t)
-		d.retired = d.retired.Add(t.c.Counters())
-		t.c.Close()
+	defer d.mu.Unlock()
+	sc := t.shared
+	t.shared = nil
+	if sc.users--; sc.users == 0 && sc.c != nil {
+		d.retired = d.retired.Add(sc.c.Counters())
+		sc.c.Close()
+		sc.c = nil
 	}
-	d.mu.Unlock()
 }
 
 // Close closes any client still open.
 func (d *JakiroDB) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for t := range d.live {
-		d.retired = d.retired.Add(t.c.Counters())
-		t.c.Close()
-		delete(d.live, t)
+	for _, sc := range d.clients {
+		if sc != nil && sc.c != nil {
+			d.retired = d.retired.Add(sc.c.Counters())
+			sc.c.Close()
+			sc.c, sc.users = nil, 0
+		}
 	}
 	return nil
 }
@@ -109,8 +136,10 @@ func (d *JakiroDB) Counters() client.Counters {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	sum := d.retired
-	for t := range d.live {
-		sum = sum.Add(t.c.Counters())
+	for _, sc := range d.clients {
+		if sc != nil && sc.c != nil {
+			sum = sum.Add(sc.c.Counters())
+		}
 	}
 	return sum
 }

@@ -2,6 +2,7 @@ package ycsb
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ const (
 	PropRFS    = "jakiro.rfs"
 	PropWindow = "jakiro.window"
 	PropTTL    = "jakiro.ttl"
+	PropConns  = "jakiro.conns"
 
 	DefaultAddr = "shm:///tmp/jakiro.sock"
 )
@@ -35,6 +37,7 @@ type JakiroConfig struct {
 	RFS        int // 0 = auto
 	Window     int // 0 = the server's ring slots
 	TTL        uint32
+	Conns      int // clients the go-ycsb threads share; 0 = auto (see conns)
 	FieldCount int // YCSB fieldcount: an update of this many fields replaces the record
 }
 
@@ -62,10 +65,28 @@ func ParseJakiroConfig(p *properties.Properties) (JakiroConfig, error) {
 		return c, err
 	}
 	c.TTL = uint32(ttl)
+	if c.Conns, err = nonNegative(p, PropConns, 0); err != nil {
+		return c, err
+	}
 	if c.FieldCount, err = nonNegative(p, "fieldcount", 10); err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+// connsPerProc is how many clients auto gives the threads per P: enough
+// connections that one driving each keeps the server's partitions busy,
+// few enough that drivers do not crowd the cores.
+const connsPerProc = 4
+
+// conns is how many clients the go-ycsb threads share: Conns if set,
+// else connsPerProc per P of this process; never more than the threads.
+func (c JakiroConfig) conns(threads int) int {
+	n := c.Conns
+	if n == 0 {
+		n = connsPerProc * runtime.GOMAXPROCS(0)
+	}
+	return max(1, min(n, threads))
 }
 
 // ParseRFS reads a remote fetch size: bytes, or "auto" (0).

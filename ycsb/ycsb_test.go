@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,14 +88,14 @@ func TestParseJakiroConfig(t *testing.T) {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	c, err = ParseJakiroConfig(props(PropAddr, "tcp://127.0.0.1:7", PropMode, "Reply", PropRFS, "40",
-		PropWindow, "16", PropTTL, "60", "fieldcount", "1"))
-	if err != nil || c.Addr != "tcp://127.0.0.1:7" || c.Mode != client.ModeReply || c.RFS != 40 || c.Window != 16 || c.TTL != 60 || c.FieldCount != 1 {
+		PropWindow, "16", PropTTL, "60", "fieldcount", "1", PropConns, "3"))
+	if err != nil || c.Addr != "tcp://127.0.0.1:7" || c.Mode != client.ModeReply || c.RFS != 40 || c.Window != 16 || c.TTL != 60 || c.FieldCount != 1 || c.Conns != 3 {
 		t.Fatalf("set: %+v %v", c, err)
 	}
 	if c, err = ParseJakiroConfig(props(PropMode, "hybrid", PropRFS, "auto")); err != nil || c.Mode != client.ModeHybrid || c.RFS != 0 {
 		t.Fatalf("hybrid/auto: %+v %v", c, err)
 	}
-	for _, bad := range [][2]string{{PropMode, "fast"}, {PropRFS, "3"}, {PropRFS, "big"}, {PropWindow, "-1"}, {PropTTL, "x"}, {PropAddr, " "}} {
+	for _, bad := range [][2]string{{PropMode, "fast"}, {PropRFS, "3"}, {PropRFS, "big"}, {PropWindow, "-1"}, {PropTTL, "x"}, {PropAddr, " "}, {PropConns, "-2"}} {
 		if _, err := ParseJakiroConfig(props(bad[0], bad[1])); err == nil {
 			t.Errorf("%s=%s accepted", bad[0], bad[1])
 		}
@@ -211,5 +212,63 @@ func TestBatchReadResults(t *testing.T) {
 	}
 	if _, err := d.BatchRead(ctx, "t", []string{"user0000", "missing"}, nil); err == nil {
 		t.Fatal("BatchRead with a missing key succeeded")
+	}
+}
+
+// Threads share jakiro.conns clients (thread i uses client i mod conns),
+// each dialled once and closed by its last thread; counters outlive them.
+func TestThreadsShareClients(t *testing.T) {
+	d := NewJakiroDB(JakiroConfig{Addr: startServer(t), Mode: client.ModeRFP, Conns: 3, FieldCount: 1})
+	defer d.Close()
+	const threads = 8
+	ctxs := make([]context.Context, threads)
+	for i := range ctxs {
+		ctxs[i] = d.InitThread(context.Background(), i, threads)
+	}
+	clients := map[*client.Client]int{}
+	for i, ctx := range ctxs {
+		th, err := thread(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[th.c]++
+		if other, _ := thread(ctxs[i%3]); other.c != th.c {
+			t.Errorf("thread %d does not share thread %d's client", i, i%3)
+		}
+	}
+	if len(clients) != 3 {
+		t.Fatalf("%d clients for %d threads, want 3", len(clients), threads)
+	}
+	var wg sync.WaitGroup
+	for i, ctx := range ctxs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 50 {
+				key := fmt.Sprintf("user%d-%d", i, j%5)
+				want := map[string][]byte{"field0": []byte(key)}
+				if err := d.Insert(ctx, "t", key, want); err != nil {
+					t.Error(err)
+					return
+				}
+				got, err := d.Read(ctx, "t", key, nil)
+				if err != nil || !bytes.Equal(got["field0"], want["field0"]) {
+					t.Errorf("thread %d read %q, %v", i, got, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, ctx := range ctxs {
+		d.CleanupThread(ctx)
+	}
+	for c := range clients {
+		if _, err := c.Get(context.Background(), []byte("t/user0-0")); !errors.Is(err, client.ErrClosed) {
+			t.Errorf("a client is still open after its threads' cleanup: %v", err)
+		}
+	}
+	if n := d.Counters().Ops; n != threads*100 {
+		t.Fatalf("counters kept %d ops, want %d", n, threads*100)
 	}
 }

@@ -1,0 +1,147 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jakiro-kv/jakiro/client"
+)
+
+// TestSharedClient: many goroutines on one connection (more than its
+// window, so requests queue for slots), some giving up mid-wait: every
+// answer reaches its own caller, and the connection keeps serving after.
+func TestSharedClient(t *testing.T) {
+	for _, fab := range []string{"shm", "tcp"} {
+		t.Run(fab, func(t *testing.T) {
+			c := dial(t, startServer(t, fab), client.WithWindow(4))
+			var wg sync.WaitGroup
+			var served, gaveUp sync.Map
+			for g := range 48 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					key := []byte(fmt.Sprintf("shared-%d", g))
+					for i := range 40 {
+						val := []byte(fmt.Sprintf("%d/%d", g, i))
+						if err := c.Put(context.Background(), key, val, 0); err != nil {
+							t.Error(err)
+							return
+						}
+						ctx, cancel := context.Background(), context.CancelFunc(func() {})
+						if i%7 == 3 { // some give up at once or soon
+							ctx, cancel = context.WithTimeout(ctx, time.Duration(i%3)*20*time.Microsecond)
+						}
+						got, err := c.Get(ctx, key)
+						cancel()
+						switch {
+						case errors.Is(err, context.DeadlineExceeded):
+							gaveUp.Store(g*100+i, true)
+						case err != nil:
+							t.Errorf("goroutine %d: %v", g, err)
+							return
+						case !bytes.Equal(got, val):
+							t.Errorf("goroutine %d got %q, want %q", g, got, val)
+							return
+						default:
+							served.Store(g*100+i, true)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			n, m := 0, 0
+			served.Range(func(any, any) bool { n++; return true })
+			gaveUp.Range(func(any, any) bool { m++; return true })
+			t.Logf("%d answered, %d gave up", n, m)
+			if n == 0 {
+				t.Fatal("nothing answered")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := c.Get(ctx, []byte("shared-0")); err != nil {
+				t.Fatalf("after: %v", err)
+			}
+		})
+	}
+}
+
+// TestCloseWakesSharers: Close ends every caller sharing the connection,
+// asleep or driving, with an error.
+func TestCloseWakesSharers(t *testing.T) {
+	addr := startServer(t, "shm")
+	c, err := client.Dial(context.Background(), addr, client.WithWindow(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 32)
+	started := make(chan struct{}, 32)
+	for g := range 32 {
+		go func() {
+			key := []byte(fmt.Sprintf("close-%d", g))
+			started <- struct{}{}
+			for {
+				if _, err := c.Get(context.Background(), key); err != nil && !errors.Is(err, client.ErrNotFound) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 32 {
+		<-started
+	}
+	time.Sleep(20 * time.Millisecond)
+	c.Close()
+	deadline := time.After(10 * time.Second)
+	for range 32 {
+		select {
+		case <-errs:
+		case <-deadline:
+			t.Fatal("a caller still waits 10 s after Close")
+		}
+	}
+}
+
+// BenchmarkSharedGet: GETs from many goroutines over one Client, against
+// an in-process server (the shape of an application with one client and
+// a goroutine per request).
+func BenchmarkSharedGet(b *testing.B) {
+	for _, goroutines := range []int{4, 64, 1024} {
+		b.Run(fmt.Sprintf("goroutines%d", goroutines), func(b *testing.B) {
+			c := dial(b, startServer(b, "shm"))
+			ctx := context.Background()
+			key := []byte("shared-bench")
+			if err := c.Put(ctx, key, make([]byte, 32), 0); err != nil {
+				b.Fatal(err)
+			}
+			before := c.Counters()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			per := max(1, b.N/goroutines)
+			for range goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					dst := make([]byte, 0, 32)
+					for range per {
+						var err error
+						if dst, err = c.GetTo(ctx, key, dst[:0]); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			d := c.Counters().Sub(before)
+			b.ReportMetric(float64(d.Ops)/b.Elapsed().Seconds()/1e6, "Mops")
+			b.ReportMetric(d.FabricOpsPerOp(), "fabricops/op")
+		})
+	}
+}
