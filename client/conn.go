@@ -28,11 +28,6 @@ type conn struct {
 	slotCall []*call // the caller waiting on each ring slot, nil if none
 	free     []*call
 	closed   bool
-
-	// Callers sharing the connection (follow.go).
-	driver               *call   // whose caller steps the engine now, nil if none
-	queue                []*call // requests waiting for a free slot, oldest first
-	sleepHead, sleepTail *call   // callers asleep, oldest first
 }
 
 // pollBatch is how many completions one Poll reaps at most.
@@ -43,19 +38,6 @@ type call struct {
 	done bool
 	st   rfp.Status
 	val  []byte // copy of the value, reused across calls
-	err  error  // set when the request could not be submitted
-
-	// A request queued for a free slot (follow.go).
-	queued     bool
-	p          int
-	op         rfp.Op
-	key, value []byte
-	ttl        uint32
-
-	// A caller asleep until its call is done or it is to drive.
-	asleep     bool
-	wake       chan struct{} // cap 1
-	prev, next *call
 }
 
 // dialRetries is how many times dial tries again after the server closed
@@ -105,7 +87,6 @@ func (c *conn) close() error {
 		return nil
 	}
 	c.closed = true
-	c.wakeAllLocked() // each sees ErrClosed
 	return c.fc.Close()
 }
 
@@ -180,7 +161,6 @@ func (c *conn) progressLocked() error {
 	if c.closed {
 		return ErrClosed
 	}
-	c.submitQueuedLocked()
 	e := c.eng
 	now := c.now()
 	if now >= e.Next() {
@@ -236,11 +216,34 @@ func (c *conn) deliverLocked() {
 		if cl == nil {
 			continue // its caller gave up (context ended)
 		}
-		cl.st = r.Status
+		cl.done, cl.st = true, r.Status
 		cl.val = append(cl.val[:0], r.Value...)
-		c.finishLocked(cl, nil)
 	}
 	c.eng.Consumed()
+}
+
+// submitLocked waits for a free slot in partition p and submits.
+func (c *conn) submitLocked(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl uint32, cl *call) error {
+	var w waitState
+	defer w.done()
+	for !c.eng.Free(p) {
+		if err := c.progressLocked(); err != nil {
+			return err
+		}
+		if c.eng.Free(p) {
+			break
+		}
+		if err := c.wait(ctx, &w); err != nil {
+			return err
+		}
+	}
+	slot, err := c.eng.Submit(c.now(), p, op, key, value, ttl)
+	if err != nil {
+		return err
+	}
+	cl.done = false
+	c.slotCall[slot] = cl
+	return nil
 }
 
 // do runs one operation on partition p synchronously; the value is
@@ -249,35 +252,28 @@ func (c *conn) do(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl := c.getCall()
-	cl.done, cl.err = false, nil
-	if len(c.queue) == 0 && c.eng.Free(p) {
-		slot, err := c.eng.Submit(c.now(), p, op, key, value, ttl)
-		if err != nil {
-			c.free = append(c.free, cl)
+	if err := c.submitLocked(ctx, p, op, key, value, ttl, cl); err != nil {
+		c.free = append(c.free, cl)
+		return dst, err
+	}
+	var w waitState
+	defer w.done()
+	for !cl.done {
+		if err := c.progressLocked(); err != nil {
 			return dst, err
 		}
-		c.slotCall[slot] = cl
-		if c.driver != nil { // post now: the driver may be waiting for a place to spin
-			if err := c.flushLocked(); err != nil {
-				c.forget(cl)
-				return dst, err
-			}
+		if cl.done {
+			break
 		}
-	} else {
-		cl.p, cl.op, cl.key, cl.value, cl.ttl = p, op, key, value, ttl
-		c.enqueueLocked(cl)
+		if err := c.wait(ctx, &w); err != nil {
+			c.forget(cl)
+			return dst, err
+		}
 	}
-	err := c.awaitLocked(ctx, cl)
-	cl.key, cl.value = nil, nil // the caller's memory
-	if !cl.done {
-		return dst, err // cl stays out of the free list: a late answer may name it
-	}
-	if err == nil {
-		err = statusErr(cl.st)
-		dst = append(dst, cl.val...)
-	}
+	dst = append(dst, cl.val...)
+	st := cl.st
 	c.free = append(c.free, cl)
-	return dst, err
+	return dst, statusErr(st)
 }
 
 // run executes a batch pipelined over every partition's window. It

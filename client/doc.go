@@ -16,13 +16,9 @@
 // are honoured: an operation whose context ends returns ctx.Err() (its slot
 // is reclaimed when the server's answer arrives).
 //
-// Waiting spins, because answers arrive in memory, not as events. On a
-// connection one caller at a time drives: the others sleep until the
-// driver hands them their result, or the driving when its own operation
-// is done, and a caller that finds its partition's window full queues its
-// request for the driver to send. Across connections, at most half the
-// process's Ps spin at once (at least one), and the other drivers park
-// until a spinner hands them its place. A client on the
+// Waiting spins, because answers arrive in memory, not as events; but at
+// most half the process's Ps spin at once (at least one), and the other
+// waiters park until a spinner hands them its place. A client on the
 // server's machine (shm, loopback tcp) therefore leaves the server's
 // partitions the cores they need, whatever its GOMAXPROCS and however
 // many goroutines wait.

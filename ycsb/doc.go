@@ -3,8 +3,8 @@
 // Importing it registers two go-ycsb databases (ycsb.RegisterDBCreator):
 //
 //   - "jakiro": go-ycsb threads share a few clients, over any fabric URL
-//     (thread i uses client i mod jakiro.conns; a client serves many
-//     goroutines, one driving its connection while the others sleep).
+//     (thread i uses client i mod jakiro.conns: whichever thread polls a
+//     connection fetches the answers of all its threads).
 //     Properties: jakiro.conns (clients; default 4 per GOMAXPROCS, never
 //     more than the threads), jakiro.addr (fabric URL, default shm:///tmp/jakiro.sock;
 //     a comma-separated list spreads keys over many servers, see

@@ -32,9 +32,10 @@ func (jakiroCreator) Create(p *properties.Properties) (goycsb.DB, error) {
 
 // JakiroDB is the go-ycsb driver. go-ycsb threads share its clients:
 // thread i uses client i mod Conns (dialled by the first thread that
-// needs it). A Client serves many goroutines: one drives its connection
-// while the others sleep until their answers arrive, so a thousand
-// threads cost a few connections, not a thousand spinning ones.
+// needs it). A Client serves many goroutines: whichever of them polls
+// the connection fetches every answer on it, so a thousand threads cost a
+// few connections with many requests each, not a thousand connections
+// that each need their own thread's turn to poll.
 type JakiroDB struct {
 	cfg JakiroConfig
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,8 +15,12 @@ import (
 	"github.com/jakiro-kv/jakiro/client"
 )
 
-// threadStats is one thread's measurements; merged after the run.
+// threadStats are the measurements of a few threads (thread i records
+// into stats[i mod len]); merged after the run. Shared, not one per thread:
+// a histogram is ~200 KB, and a thousand of them made every record a
+// cache miss, a load-generator cost that grew with the thread count.
 type threadStats struct {
+	mu    sync.Mutex
 	perOp map[string]*hdr.Histogram
 	errs  map[string]int64
 	miss  int64        // reads of keys not stored: answered, not failed
@@ -27,6 +32,9 @@ func (s *threadStats) record(op string, start time.Time, n int, err error) {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return // cut short by the end of the run: neither done nor failed
 	}
+	lat := int64(time.Since(start))
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if isMiss(err) {
 		s.miss += int64(n)
 		err = nil
@@ -44,12 +52,12 @@ func (s *threadStats) record(op string, start time.Time, n int, err error) {
 		s.perOp[op] = h
 	}
 	// A batch's operations all complete when the batch does.
-	h.RecordValues(int64(time.Since(start)), int64(n))
+	h.RecordValues(lat, int64(n))
 	s.ops.Add(int64(n))
 }
 
-// measured times every operation into its thread's stats. It is shared by
-// nothing: each thread has its own.
+// measured times every operation into its thread's stats. Each thread
+// has its own.
 type measured struct {
 	db goycsb.DB
 	s  *threadStats

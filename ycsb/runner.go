@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"time"
 
@@ -80,7 +81,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	if counted != nil {
 		before = counted.Counters()
 	}
-	stats := make([]*threadStats, pl.threads)
+	stats := make([]*threadStats, min(pl.threads, statsPerProc*runtime.GOMAXPROCS(0)))
 	for i := range stats {
 		stats[i] = &threadStats{perOp: map[string]*hdr.Histogram{}, errs: map[string]int64{}}
 	}
@@ -138,6 +139,10 @@ func (pl plan) share(i int) int64 {
 	return n
 }
 
+// statsPerProc is how many threadStats a run keeps per P: enough that
+// threads seldom wait for each other's records.
+const statsPerProc = 4
+
 // runThreads runs the plan's threads to completion (or until ctx ends),
 // each measuring into its own stats.
 func runThreads(ctx context.Context, pl plan, workload goycsb.Workload, db goycsb.DB, stats []*threadStats) {
@@ -146,7 +151,7 @@ func runThreads(ctx context.Context, pl plan, workload goycsb.Workload, db goycs
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			runThread(ctx, pl, i, workload, db, stats[i])
+			runThread(ctx, pl, i, workload, db, stats[i%len(stats)])
 		}(i)
 	}
 	wg.Wait()
