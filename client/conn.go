@@ -237,6 +237,9 @@ func (c *conn) submitLocked(ctx context.Context, p int, op rfp.Op, key, value []
 			return err
 		}
 	}
+	if c.closed { // Close unmapped the engine's memory (maybe while we waited)
+		return ErrClosed
+	}
 	slot, err := c.eng.Submit(c.now(), p, op, key, value, ttl)
 	if err != nil {
 		return err
@@ -296,6 +299,9 @@ func (c *conn) run(ctx context.Context, b *Batch) error {
 	}
 	b.inflight = b.inflight[:0]
 	for done < len(b.ops) {
+		if c.closed { // Close unmapped the engine's memory (maybe while we waited)
+			return ErrClosed
+		}
 		for next < len(b.ops) {
 			o := &b.ops[next]
 			if o.c.done { // failed validation
