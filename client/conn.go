@@ -66,6 +66,7 @@ func dial(ctx context.Context, addr string, cfg config) (*conn, error) {
 	watcher, _ := link.Conn.(fabric.BellWatcher)
 	ecfg := cfg.engine
 	ecfg.Bells = ringer != nil
+	ecfg.QuietRingNS = rfp.QuietRingOf(addr)
 	eng, err := rfp.NewEngine(link.Local, link.Welcome, ecfg)
 	if err != nil {
 		link.Conn.Close()

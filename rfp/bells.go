@@ -1,5 +1,7 @@
 package rfp
 
+import "strings"
+
 // The doorbell contract between clients and server partitions. A partition
 // polls only the sessions that had work recently (its polled set) and may
 // block on its doorbell when none has; a client rings so that a request
@@ -36,3 +38,24 @@ const (
 	ActiveHold      = 1_000_000
 	IdleBeforeSleep = 2 * QuietRing
 )
+
+// On tcp a pipelined batch's round trip outlasts QuietRing, so a client
+// at steady load rang with every batch (a frame and a system call each).
+// Both ends of a tcp connection use TCPQuietRing instead, and its servers
+// spin TCPIdleBeforeSleep; ActiveHold still exceeds it by a margin.
+const (
+	TCPQuietRing       = 400_000
+	TCPIdleBeforeSleep = 2 * TCPQuietRing
+)
+
+// QuietRingOf is QuietRing for the fabric of a URL ("tcp://..."), and
+// IdleBeforeSleepOf the matching minimum spin of its servers.
+func QuietRingOf(url string) int64 {
+	if strings.HasPrefix(url, "tcp://") {
+		return TCPQuietRing
+	}
+	return QuietRing
+}
+
+// IdleBeforeSleepOf: see QuietRingOf.
+func IdleBeforeSleepOf(url string) int64 { return 2 * QuietRingOf(url) }

@@ -24,6 +24,9 @@ type EngineConfig struct {
 	// Bells says the driver can ring the server partitions' doorbells
 	// (fabric.Ringer); without them the engine asks for no rings.
 	Bells bool
+	// QuietRingNS is the doorbell contract's QuietRing for this
+	// connection's fabric (QuietRingOf); 0 means QuietRing.
+	QuietRingNS int64
 }
 
 // Result is one finished request. Value aliases the engine's local region
@@ -133,7 +136,7 @@ func NewEngine(local *fabric.Region, w Welcome, cfg EngineConfig) (*Engine, erro
 		pending: make([]fabric.Op, 0, 2*l.Partitions*l.Slots),
 		results: make([]Result, 0, l.Partitions*l.Slots),
 		next:    Never,
-		bells:   newBellState(l.Partitions, cfg.Bells),
+		bells:   newBellState(l.Partitions, cfg.Bells, cfg.QuietRingNS),
 	}
 	for p := range e.nextSeq {
 		e.nextSeq[p] = 1 // zeroed slots hold sequence 0

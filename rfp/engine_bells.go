@@ -8,6 +8,7 @@ import "math"
 // MaxRingGap.
 type bellState struct {
 	on         bool
+	quiet      int64   // QuietRing for this fabric
 	rings      []int   // partitions to ring once the pending ops are posted
 	queued     []bool  // per partition: in rings
 	reminder   []bool  // per partition: its queued ring announces no new request
@@ -17,8 +18,11 @@ type bellState struct {
 	gap        []int64 // per partition: the wait after that ring
 }
 
-func newBellState(partitions int, on bool) bellState {
-	b := bellState{on: on}
+func newBellState(partitions int, on bool, quiet int64) bellState {
+	if quiet <= 0 {
+		quiet = QuietRing
+	}
+	b := bellState{on: on, quiet: quiet}
 	if !on {
 		return b
 	}
@@ -73,7 +77,7 @@ func (e *Engine) bellsOnSubmit(p int, now int64) bool {
 	if !b.on {
 		return false
 	}
-	quiet := now-b.lastSubmit[p] > QuietRing
+	quiet := now-b.lastSubmit[p] > b.quiet
 	b.lastSubmit[p] = now
 	b.unanswered[p]++
 	if quiet {

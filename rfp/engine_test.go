@@ -430,6 +430,23 @@ func TestEngineRingsAfterQuiet(t *testing.T) {
 	if got := strings.Join(h.srv.rang, ","); got != "a,c,d" {
 		t.Fatalf("requests marked FlagRang: %q, want a,c,d (one per ring)", got)
 	}
+	// tcp's longer quiet spell: a request a QuietRing and more after the
+	// last rings only once TCPQuietRing has passed.
+	tc := newHarness(t, 1, 8, 1024, EngineConfig{FetchDelayNS: -1, Bells: true, QuietRingNS: QuietRingOf("tcp://127.0.0.1:1")})
+	tc.do(0, OpPut, []byte("a"), nil)
+	tc.now += 4 * QuietRing
+	tc.do(0, OpGet, []byte("a"), nil)
+	if n := len(tc.rings); n != 1 {
+		t.Fatalf("tcp: %d rings after a request 4 QuietRings after the last, want 1 (the first)", n)
+	}
+	tc.now += TCPQuietRing + 1
+	tc.do(0, OpGet, []byte("a"), nil)
+	if n := len(tc.rings); n != 2 {
+		t.Fatalf("tcp: %d rings after TCPQuietRing, want 2", n)
+	}
+	if QuietRingOf("shm:///tmp/x.sock") != QuietRing || IdleBeforeSleepOf("tcp://h:1") != TCPIdleBeforeSleep || TCPIdleBeforeSleep >= ActiveHold {
+		t.Fatal("QuietRingOf / IdleBeforeSleepOf: wrong values, or tcp's spin reaches ActiveHold")
+	}
 	// A fabric without doorbells: no rings at all.
 	q := newHarness(t, 1, 8, 1024, EngineConfig{FetchDelayNS: -1})
 	q.do(0, OpPut, []byte("a"), nil)

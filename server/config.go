@@ -25,7 +25,8 @@ type Config struct {
 	ApproxLRU bool
 	// SpinIdle is how long a partition keeps polling (yielding its core
 	// between passes) after its last request before it blocks on its
-	// doorbell: at least rfp.IdleBeforeSleep, the default; up to 10 times
+	// doorbell: at least rfp.IdleBeforeSleep (on tcp TCPIdleBeforeSleep),
+	// the default; up to 10 times
 	// it while rings end the partition's sleeps early. With no
 	// doorbells it dozes instead, in sleeps of DozeSleep (default 20µs).
 	SpinIdle  time.Duration
@@ -78,7 +79,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	// Below IdleBeforeSleep a partition could block while a client still
 	// counts on being polled without ringing (rfp/bells.go).
-	c.SpinIdle = max(c.SpinIdle, DefaultSpinIdle)
+	c.SpinIdle = max(c.SpinIdle, time.Duration(rfp.IdleBeforeSleepOf(c.Listen)))
 	if c.DozeSleep == 0 {
 		c.DozeSleep = 20 * time.Microsecond
 	}

@@ -26,7 +26,8 @@
 // # Idle
 //
 // A partition that finds no work keeps polling for Config.SpinIdle (at
-// least rfp.IdleBeforeSleep, 100 µs; up to 10 times that while rings keep
+// least rfp.IdleBeforeSleep, 100 µs, on tcp rfp.TCPIdleBeforeSleep, 800 µs,
+// as tcp clients ring only after TCPQuietRing; up to 10 times that while rings keep
 // ending its sleeps early), giving its core to other processes
 // (sched_yield) past the first 10 µs, then looks at its warm set once more
 // and blocks on its doorbell until a client rings or the next housekeeping

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jakiro-kv/jakiro/kv"
 	"github.com/jakiro-kv/jakiro/rfp"
@@ -27,5 +28,23 @@ func TestClientAndStoreAgreeOnPartitions(t *testing.T) {
 			}
 		}
 		st.Close()
+	}
+}
+
+// A partition never blocks sooner than its fabric's clients count on it:
+// at least IdleBeforeSleep, and on tcp TCPIdleBeforeSleep, whatever
+// --spin says.
+func TestSpinIdleFloorPerFabric(t *testing.T) {
+	for _, c := range []struct {
+		listen string
+		want   time.Duration
+	}{{"shm:///tmp/x.sock", time.Duration(rfp.IdleBeforeSleep)}, {"tcp://127.0.0.1:0", time.Duration(rfp.TCPIdleBeforeSleep)}} {
+		cfg, err := Config{Listen: c.listen, SpinIdle: time.Microsecond}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.SpinIdle != c.want {
+			t.Errorf("%s: SpinIdle %v, want %v", c.listen, cfg.SpinIdle, c.want)
+		}
 	}
 }

@@ -67,7 +67,7 @@ func serverCommand() *cli.Command {
 			&cli.BoolFlag{Name: "lru", Usage: "re-append hits near the eviction point (approximate LRU)", EnvVars: []string{"JAKIRO_LRU"}},
 			&cli.StringFlag{Name: "idle", Value: "bell", Usage: "idle partitions: bell (block on a doorbell clients ring: ~0 CPU) or poll (every --doze: tighter wake-up, some CPU)", EnvVars: []string{"JAKIRO_IDLE"}},
 			&cli.DurationFlag{Name: "doze", Value: 20 * time.Microsecond, Usage: "idle poll interval (--idle poll, and fabrics without doorbells)", EnvVars: []string{"JAKIRO_DOZE"}},
-			&cli.DurationFlag{Name: "spin", Value: server.DefaultSpinIdle, Usage: "keep polling at least this long after the last request (yielding the core to other processes past 10µs) before blocking on the doorbell, up to 10x while clients ring soon after it blocks; at least the default, the doorbell contract's minimum", EnvVars: []string{"JAKIRO_SPIN"}},
+			&cli.DurationFlag{Name: "spin", Value: server.DefaultSpinIdle, Usage: "keep polling at least this long after the last request (yielding the core to other processes past 10µs) before blocking on the doorbell, up to 10x while clients ring soon after it blocks; at least the default, the doorbell contract's minimum (on tcp:// 800µs)", EnvVars: []string{"JAKIRO_SPIN"}},
 			&cli.DurationFlag{Name: "reply-timeout", Value: server.DefaultReplyTimeout, Usage: "disconnect a client whose connection takes no reply WRITE for this long (reply and hybrid modes)", EnvVars: []string{"JAKIRO_REPLY_TIMEOUT"}},
 			&cli.StringFlag{Name: "rdma-dev", Usage: "RDMA device (rdma:// only)", EnvVars: []string{"JAKIRO_RDMA_DEV"}},
 			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464)", EnvVars: []string{"JAKIRO_METRICS"}},
