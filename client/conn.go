@@ -28,6 +28,9 @@ type conn struct {
 	slotCall []*call // the caller waiting on each ring slot, nil if none
 	free     []*call
 	closed   bool
+	// wokeBell: this step rang a partition blocked on its bell; the
+	// waiter gives up its core once (wait.go).
+	wokeBell bool
 }
 
 // pollBatch is how many completions one Poll reaps at most.
@@ -198,11 +201,13 @@ func (c *conn) flushLocked() error {
 	}
 	if rings := e.Rings(); len(rings) > 0 {
 		for _, p := range rings {
-			if c.watcher != nil && e.Reminder(p) && !c.watcher.BellBlocked(p) {
+			blocked := c.watcher != nil && c.watcher.BellBlocked(p)
+			if c.watcher != nil && e.Reminder(p) && !blocked {
 				e.Unrung() // p is awake and was told of its requests
 				continue
 			}
 			c.ringer.RingBell(p) // a lost ring is made up by the next one the schedule sends
+			c.wokeBell = c.wokeBell || blocked
 		}
 		e.Rang()
 	}

@@ -73,7 +73,15 @@ func (c *conn) wait(ctx context.Context, w *waitState) error {
 	if crowded {
 		c.eng.Yielded()
 	}
+	woke := c.wokeBell
+	c.wokeBell = false
 	c.mu.Unlock()
+	if woke {
+		// The partition we woke may wait for this very core (the kernel
+		// often runs a woken thread where its waker runs): spinning on it
+		// until the next osYieldEvery kept it from answering for ~100 µs.
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
 	if w.spinning && w.spins%passEvery == 0 && gate.queued() {
 		gate.leave()
 		w.spinning = false
