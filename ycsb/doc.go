@@ -5,8 +5,8 @@
 //   - "jakiro": go-ycsb threads share a few clients, over any fabric URL
 //     (thread i uses client i mod jakiro.conns: whichever thread polls a
 //     connection fetches the answers of all its threads).
-//     Properties: jakiro.conns (clients; default 4 per GOMAXPROCS, never
-//     more than the threads), jakiro.addr (fabric URL, default shm:///tmp/jakiro.sock;
+//     Properties: jakiro.conns (clients; default: one per thread up to 4
+//     threads per GOMAXPROCS, else 2 per GOMAXPROCS), jakiro.addr (fabric URL, default shm:///tmp/jakiro.sock;
 //     a comma-separated list spreads keys over many servers, see
 //     client.Dial),
 //     jakiro.mode (rfp|reply|hybrid), jakiro.rfs (bytes, or auto),

@@ -74,19 +74,30 @@ func ParseJakiroConfig(p *properties.Properties) (JakiroConfig, error) {
 	return c, nil
 }
 
-// connsPerProc is how many clients auto gives the threads per P: enough
-// connections that one driving each keeps the server's partitions busy,
-// few enough that drivers do not crowd the cores.
-const connsPerProc = 4
+// By default (jakiro.conns=auto) each go-ycsb thread has its own client
+// while there are at most ownConnsPerProc threads per P; more threads
+// share sharedConnsPerProc clients per P. Measured on 2 Ps, read-only
+// (ycsbthreads, two runs): 8 threads did best on their own connections
+// (325-354 k ops/s vs 263-301 k on 4); 64 to 1,024 threads on 4
+// connections (300-337 k, 259-280 k, 192-257 k at 64, 256, 1,024) rather
+// than 8 (290-301 k, 270-276 k, 140-163 k): each connection's window then
+// stays full, and fewer connections mean fewer places to poll.
+const (
+	ownConnsPerProc    = 4
+	sharedConnsPerProc = 2
+)
 
-// conns is how many clients the go-ycsb threads share: Conns if set,
-// else connsPerProc per P of this process; never more than the threads.
+// conns is how many clients the go-ycsb threads share: Conns if set
+// (never more than the threads), else see ownConnsPerProc.
 func (c JakiroConfig) conns(threads int) int {
-	n := c.Conns
-	if n == 0 {
-		n = connsPerProc * runtime.GOMAXPROCS(0)
+	if c.Conns > 0 {
+		return max(1, min(c.Conns, threads))
 	}
-	return max(1, min(n, threads))
+	procs := runtime.GOMAXPROCS(0)
+	if threads <= ownConnsPerProc*procs {
+		return max(1, threads)
+	}
+	return sharedConnsPerProc * procs
 }
 
 // ParseRFS reads a remote fetch size: bytes, or "auto" (0).

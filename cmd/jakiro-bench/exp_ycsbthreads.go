@@ -61,7 +61,7 @@ func runYCSBThreads(e *env) error {
 	t := &table{Name: "ycsbthreads", Cols: append(append([]string{"threads", "reps"}, spreadCols("ops_per_sec")...), "p50_us", "p99_us", "errors", "round_trips_per_op", "vs_best"),
 		Settings: []string{e.idleSetting(), "server: " + o.withDefaults().String() + ", shm fabric",
 			"workload: " + source + fmt.Sprintf(" (recordcount=%d) with readproportion=1, updateproportion=0: read-only, uniform", records),
-			fmt.Sprintf("go-ycsb v1.0.1 in this process, jakiro driver defaults (threads share jakiro.conns=auto clients: 4 per GOMAXPROCS), batch.size=1; run bounded to %v; each point the median of %d interleaved repetitions", runDur, e.reps()),
+			fmt.Sprintf("go-ycsb v1.0.1 in this process, jakiro driver defaults (jakiro.conns=auto: a client per thread up to 4 threads per GOMAXPROCS, else 2 clients per GOMAXPROCS shared), batch.size=1; run bounded to %v; each point the median of %d interleaved repetitions", runDur, e.reps()),
 			"latency columns: the last repetition's"}}
 	s := series{Name: "jakiro (defaults)"}
 	for _, th := range threads {
