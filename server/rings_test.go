@@ -40,6 +40,19 @@ func TestRingAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idle.Close()
+	// published waits until the server lists n clients: Dial returns when
+	// the handshake ends, and the server publishes the client just after.
+	published := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for len(*srv.list.Load()) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d clients listed after 30s, want %d", len(*srv.list.Load()), n)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	published(2)
 
 	// settle accounts for every ring already rung (a finished GET rang
 	// before it returned) and ends any sweep they bring.
@@ -165,6 +178,7 @@ func TestRingAccounting(t *testing.T) {
 	for p.ringDebt > 0 || p.sweeping { // without loading the list
 		p.bellPass(srv.now())
 	}
+	published(3)
 	served := p.served
 	p.reload()
 	p.bellPass(srv.now())
