@@ -71,3 +71,17 @@ func CheckPrivateData(data []byte, dialer bool) error {
 	}
 	return nil
 }
+
+// Pumper is implemented by software fabrics whose NIC is a host thread
+// (tcp): Pump applies, on the caller's thread and without waiting, what
+// the peer has sent so far (its WRITEs land in our regions). A target
+// that busy-polls its memory for a peer's WRITEs calls it while it waits,
+// so a WRITE lands without the provider's thread being woken and
+// scheduled first. It does nothing where another thread is reading.
+// While a connection is pumped the fabric's own thread may leave it to the
+// pumper; Release says the pumping stops (the caller goes idle), so the
+// fabric's thread serves it again at once.
+type Pumper interface {
+	Pump()
+	Release()
+}

@@ -17,6 +17,7 @@ import (
 type Session struct {
 	ID     uint32
 	conn   fabric.Conn
+	pump   fabric.Pumper // conn's, where its NIC is a host thread
 	grant  *fabric.Region
 	mem    []byte
 	layout Layout
@@ -49,7 +50,25 @@ func newSession(id uint32, conn fabric.Conn, grant *fabric.Region, l Layout, rep
 	for p := range s.rings {
 		s.rings[p].next = 1
 	}
+	s.pump, _ = conn.(fabric.Pumper)
 	return s
+}
+
+// Pump has the connection apply what the client has sent so far, on the
+// caller's thread, where the fabric's NIC is a host thread (tcp): a
+// partition waiting on a busy client takes its next request without a
+// wake-up of the fabric's own thread. Elsewhere it does nothing.
+func (s *Session) Pump() {
+	if s.pump != nil {
+		s.pump.Pump()
+	}
+}
+
+// Unpump says the caller stops pumping (fabric.Pumper.Release).
+func (s *Session) Unpump() {
+	if s.pump != nil {
+		s.pump.Release()
+	}
 }
 
 // Layout is the session's geometry.

@@ -71,6 +71,9 @@ type partition struct {
 }
 
 const (
+	// pumpEvery: a polled peer's connection is pumped (rfp.Session.Pump)
+	// at every pumpEvery-th empty look: a syscall where the fabric is tcp.
+	pumpEvery = 2
 	// maxPerPass bounds the requests of one peer a pass serves: a client
 	// keeping a deep ring full waits its turn like the others.
 	maxPerPass = 8
@@ -206,6 +209,9 @@ func (p *partition) prune(now, cutoff int64, goneOnly bool) {
 		gone := c.gone.Load() || c.dead.Load()
 		if gone || !goneOnly && pp.lastReq < cutoff {
 			pp.polled = false
+			if !gone {
+				c.sess.Unpump() // the fabric's thread reads it again
+			}
 			if !gone && !pp.warm && len(p.warm) < warmMax {
 				pp.warm = true
 				p.warm = append(p.warm, c)
@@ -311,6 +317,9 @@ func (p *partition) run() {
 		}
 		p.dozes++
 		p.publish(now) // nothing changes while asleep: stats stay true
+		for _, c := range p.polled {
+			c.sess.Unpump() // a ring must reach the bell while we sleep
+		}
 		p.seen.Store(asleep)
 		rang := p.checkBell(time.Duration(houseAt + asleepHousekeep - now))
 		p.wake()
@@ -467,10 +476,20 @@ func (p *partition) serveFrom(c *peer, now int64) int {
 	if c.dead.Load() {
 		return 0
 	}
+	pp := &c.parts[p.id]
 	n := c.sess.PollBatch(p.id, now, p.reqs[:])
+	if n == 0 && pp.polled {
+		// A busy client's next request may be in the fabric still
+		// (tcp): take it on this thread.
+		if pp.empty++; pp.empty%pumpEvery == 1 {
+			c.sess.Pump()
+			n = c.sess.PollBatch(p.id, now, p.reqs[:])
+		}
+	}
 	if n == 0 {
 		return 0
 	}
+	pp.empty = 0
 	// Start every lookup's memory loads before doing any: the misses of a
 	// window of requests overlap instead of queueing.
 	for i := 0; i < n; i++ {
@@ -488,7 +507,6 @@ func (p *partition) serveFrom(c *peer, now int64) int {
 		}
 		p.serve(c, &p.reqs[i], p.hashes[i])
 	}
-	pp := &c.parts[p.id]
 	pp.lastReq = now
 	if !pp.polled {
 		pp.polled = true

@@ -24,9 +24,10 @@ type peer struct {
 
 // peerPart is one partition's view of a peer.
 type peerPart struct {
-	lastReq int64 // partition clock when the partition last found a request
-	polled  bool  // in the partition's polled set
-	warm    bool  // in its warm set
+	lastReq int64  // partition clock when the partition last found a request
+	polled  bool   // in the partition's polled set
+	empty   uint32 // empty polls in a row (a Pump every pumpEvery-th)
+	warm    bool   // in its warm set
 	_       [48]byte
 }
 

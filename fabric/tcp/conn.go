@@ -48,7 +48,10 @@ type conn struct {
 	lastRx   atomic.Int64 // nanotime of the last bytes read
 	rxPause  atomic.Bool  // tx is over outHigh: rx waits for room
 	rxBuf    atomic.Pointer[[]byte]
-	idle     uint32 // Poll's empty polls in a row
+	idle     uint32       // Poll's empty polls in a row
+	drivenAt atomic.Int64 // nanotime of a driver's last read (drive.go)
+	armMu    sync.Mutex   // orders changes of the poller registration
+	quiet    bool         // under armMu: input events off, a driver reads
 
 	txMu sync.Mutex // the socket's write side
 	tx   txState    // under txMu
@@ -148,8 +151,10 @@ func (c *conn) Close() error {
 		c.txMu.Lock()
 		c.tx.stopTimer()
 		c.rx.drop()
+		c.armMu.Lock()
 		_ = unix.Close(c.fd)
 		c.fd = -1
+		c.armMu.Unlock()
 		c.txMu.Unlock()
 		c.rxMu.Unlock()
 		c.d.closeAll()
@@ -307,6 +312,9 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 		c.idle++
 		outstanding := c.tail.Load() != end
 		if c.idle%readEvery == 1 && (outstanding || nanotime()-c.lastRx.Load() < int64(busyWindow)) {
+			if outstanding {
+				c.drove()
+			}
 			c.pollRead()
 			end = c.resp.Load()
 		}
@@ -370,4 +378,13 @@ func (c *conn) opErrOrGone() error {
 		return c.err
 	}
 	return fabric.ErrPeerGone
+}
+
+// Pump implements fabric.Pumper: a read of what the socket holds, unless
+// another goroutine is reading it.
+func (c *conn) Pump() {
+	if !c.dead.Load() {
+		c.drove()
+		c.pollRead()
+	}
 }

@@ -39,7 +39,11 @@
 //     waits on a socket. While a connection is busy (ops outstanding, or
 //     bytes read within busyWindow), Poll reads the socket itself (every
 //     readEvery-th empty poll), so the thread waiting for a response
-//     takes it without a wakeup.
+//     takes it without a wakeup; a target busy-polling its memory does
+//     the same with Pump (fabric.Pumper). While a connection is so driven
+//     the poller turns its input events off, and on again once nobody
+//     drove it for driveWindow, or at Release (drive.go): its wake-ups
+//     would take the core from the driving threads.
 //   - Flow: responses are staged as requests are decoded and sent with
 //     the batch; WRITE acks may wait up to ackDelay for company where
 //     that has paid (ack.go: a reply-mode server's reply WRITE carries the

@@ -25,6 +25,9 @@ type poller struct {
 
 	mu    sync.RWMutex
 	conns map[uint64]*conn
+	// quiet are the connections whose input events are off because a
+	// driver reads them (drive.go), checked every rearmTick.
+	quiet []*conn // under mu
 }
 
 var (
@@ -66,11 +69,7 @@ func (p *poller) add(c *conn) error {
 	p.mu.Lock()
 	p.conns[c.token] = c
 	p.mu.Unlock()
-	ev := unix.EpollEvent{
-		Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET,
-		Fd:     int32(uint32(c.token)),
-		Pad:    int32(uint32(c.token >> 32)),
-	}
+	ev := c.event(true)
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 		p.mu.Lock()
 		delete(p.conns, c.token)
@@ -89,10 +88,32 @@ func (p *poller) remove(c *conn) {
 	p.mu.Unlock()
 }
 
+// event is c's registration: input events on or off.
+func (c *conn) event(input bool) unix.EpollEvent {
+	ev := unix.EpollEvent{
+		Events: unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET,
+		Fd:     int32(uint32(c.token)),
+		Pad:    int32(uint32(c.token >> 32)),
+	}
+	if input {
+		ev.Events |= unix.EPOLLIN
+	}
+	return ev
+}
+
 func (p *poller) loop() {
 	events := make([]unix.EpollEvent, 256)
 	for {
-		n, err := unix.EpollWait(p.epfd, events, -1)
+		timeout := -1
+		p.mu.RLock()
+		if len(p.quiet) > 0 {
+			timeout = rearmTickMS
+		}
+		p.mu.RUnlock()
+		n, err := unix.EpollWait(p.epfd, events, timeout)
+		if timeout >= 0 {
+			p.rearmUndriven()
+		}
 		if err != nil {
 			continue // EINTR
 		}
@@ -110,6 +131,9 @@ func (p *poller) loop() {
 			}
 			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 				c.kickRead(p.rxbuf, ev.Events&(unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0)
+				if c.driven() {
+					p.quieten(c)
+				}
 			}
 		}
 	}

@@ -1,0 +1,90 @@
+package tcp
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A connection is driven while a thread that waits on it reads its socket
+// itself: Poll with ops outstanding (the initiator waiting for its
+// responses), or Pump (a target busy-polling its memory for the peer's
+// WRITEs). The poller would then be woken for every frame only to find it
+// read, and on a machine with few cores its wake-ups take the core from
+// the very threads doing the work. So the poller turns a driven
+// connection's input events off (EPOLL_CTL_MOD without EPOLLIN) and turns
+// them back on once nobody has driven it for driveWindow, or at once when
+// the driver says it stops (Release). Turning them on raises an event if
+// input is waiting, so nothing that came meanwhile is left unread.
+
+// driveWindow is how long after a driver's last read the connection
+// still counts as driven.
+const driveWindow = 200 * time.Microsecond
+
+// rearmTickMS: while some connection's input events are off, the poller
+// wakes this often (milliseconds, epoll_wait's unit) to turn back on
+// those nobody drives any more.
+const rearmTickMS = 1
+
+// drove notes a driver's read.
+func (c *conn) drove() { c.drivenAt.Store(nanotime()) }
+
+func (c *conn) driven() bool { return nanotime()-c.drivenAt.Load() < int64(driveWindow) }
+
+// quieten turns c's input events off: a driver reads it.
+func (p *poller) quieten(c *conn) {
+	c.armMu.Lock()
+	defer c.armMu.Unlock()
+	if c.quiet || c.dead.Load() || c.fd < 0 {
+		return
+	}
+	ev := c.event(false)
+	if unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev) != nil {
+		return
+	}
+	c.quiet = true
+	p.mu.Lock()
+	p.quiet = append(p.quiet, c)
+	p.mu.Unlock()
+}
+
+// rearmLocked turns c's input events back on (armMu held).
+func (c *conn) rearmLocked() {
+	if !c.quiet {
+		return
+	}
+	c.quiet = false
+	if c.dead.Load() || c.fd < 0 {
+		return
+	}
+	ev := c.event(true)
+	_ = unix.EpollCtl(c.p.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
+}
+
+// rearmUndriven turns input events back on for the quiet connections
+// nobody drives any more.
+func (p *poller) rearmUndriven() {
+	p.mu.Lock()
+	kept := p.quiet[:0]
+	for _, c := range p.quiet {
+		c.armMu.Lock()
+		if c.quiet && c.driven() && !c.dead.Load() {
+			kept = append(kept, c)
+		} else {
+			c.rearmLocked()
+		}
+		c.armMu.Unlock()
+	}
+	clear(p.quiet[len(kept):])
+	p.quiet = kept
+	p.mu.Unlock()
+}
+
+// Release implements fabric.Pumper: the driver stops reading this
+// connection, so the poller serves it again from now on.
+func (c *conn) Release() {
+	c.drivenAt.Store(0)
+	c.armMu.Lock()
+	c.rearmLocked()
+	c.armMu.Unlock()
+}
