@@ -48,8 +48,9 @@ type ReplyPolicy interface {
 	Reply() bool
 	// OnFetch records one fetch READ that found the result ready or not.
 	OnFetch(ready bool)
-	// OnReplied records one request finished by a server WRITE.
-	OnReplied()
+	// OnDone records one finished request: whether the server replied,
+	// and its latency from submission in nanoseconds.
+	OnDone(replied bool, ns int64)
 }
 
 // Policy is mode m's reply policy; hybridR is Hybrid's not-ready streak
@@ -67,13 +68,13 @@ func (m Mode) Policy(hybridR int) ReplyPolicy {
 // neverReply is ModeRFP: every result is fetched.
 type neverReply struct{}
 
-func (neverReply) Reply() bool  { return false }
-func (neverReply) OnFetch(bool) {}
-func (neverReply) OnReplied()   {}
+func (neverReply) Reply() bool        { return false }
+func (neverReply) OnFetch(bool)       {}
+func (neverReply) OnDone(bool, int64) {}
 
 // alwaysReply is ModeReply: the server WRITEs every result.
 type alwaysReply struct{}
 
-func (alwaysReply) Reply() bool  { return true }
-func (alwaysReply) OnFetch(bool) {}
-func (alwaysReply) OnReplied()   {}
+func (alwaysReply) Reply() bool        { return true }
+func (alwaysReply) OnFetch(bool)       {}
+func (alwaysReply) OnDone(bool, int64) {}

@@ -35,14 +35,61 @@ func TestHybridSwitches(t *testing.T) {
 		t.Fatal("not replying after R misses")
 	}
 	for i := 0; i < 4; i++ {
-		h.OnReplied()
+		h.OnDone(true, 50_000)
 	}
 	if h.Reply() {
 		t.Fatal("no probe after ProbeOps replies")
 	}
-	h.OnFetch(true)
+	// The probe finds fetching faster: hybrid settles on it.
+	for i := 0; i < probeLen; i++ {
+		h.OnFetch(true)
+		h.OnDone(false, 10_000)
+	}
 	if h.Reply() {
 		t.Fatal("left fetch mode though fetching pays")
+	}
+}
+
+// run sends n requests through h, each taking fetchNS or replyNS by the
+// mode h picks, and returns how many asked for replies.
+func run(h *Hybrid, n int, fetchNS, replyNS int64) (replies int) {
+	for i := 0; i < n; i++ {
+		if h.Reply() {
+			replies++
+			h.OnDone(true, replyNS)
+		} else {
+			h.OnFetch(true)
+			h.OnDone(false, fetchNS)
+		}
+	}
+	return replies
+}
+
+// Where replies answer faster (a READ costs a message: tcp), hybrid
+// settles on them without a single not-ready READ, and probes fetching
+// ever more rarely; where fetching is faster (shm, RDMA) it stays there.
+func TestHybridLearnsFasterMode(t *testing.T) {
+	h := NewHybrid(3, 256)
+	run(h, 256+probeLen, 100_000, 50_000) // fetch, then a probe of replies
+	if !h.Reply() {
+		t.Fatal("not replying after replies proved twice as fast")
+	}
+	if r := run(h, 10_000, 100_000, 50_000); r < 9_800 {
+		t.Fatalf("%d of 10,000 requests replied; want nearly all", r)
+	}
+	h = NewHybrid(3, 256)
+	if r := run(h, 10_000, 2_000, 5_000); r > 200 {
+		t.Fatalf("%d of 10,000 requests replied though fetching is faster", r)
+	}
+	if h.Reply() {
+		t.Fatal("settled on replies though fetching is faster")
+	}
+	// Within the noise margin nothing moves: a mode changes only for a
+	// clear gain.
+	h = NewHybrid(3, 256)
+	run(h, 10_000, 10_000, 9_500)
+	if h.Reply() {
+		t.Fatal("moved to replies for a 5% gain")
 	}
 }
 
