@@ -12,7 +12,7 @@ import (
 // often it gives its core away, in spins (each a power of two):
 const (
 	// yieldEvery: Gosched to this process's other goroutines, when
-	// waiters do not outnumber Ps (then it yields at every spin).
+	// waiters fill the Ps (when they outnumber them: at every spin).
 	yieldEvery = 16
 	// ctxEvery: look at the context (ctx.Err takes a lock).
 	ctxEvery = 64
@@ -92,7 +92,10 @@ func (c *conn) wait(ctx context.Context, w *waitState) error {
 			return err
 		}
 		w.spinning = true
-	} else if crowded || w.spins%yieldEvery == 0 {
+	} else if crowded || w.spins%yieldEvery == 0 && waiting.Load() >= procs.Load() {
+		// With fewer waiters than Ps a P is likely idle: other
+		// goroutines run there, and a Gosched would only wake a thread
+		// for it (a futex and a context switch each).
 		runtime.Gosched()
 	}
 	if w.spins%osYieldEvery == 0 {

@@ -241,6 +241,7 @@ func (p *partition) run() {
 	s := p.srv
 	bells := s.ln.HasDoorbells() && !s.cfg.IdlePoll
 	spin := newSpin(int64(s.cfg.SpinIdle))
+	crowded := s.cfg.Partitions >= runtime.GOMAXPROCS(0)
 	var now, lastWork, bellAt, houseAt, pruneAt int64
 	idlePasses := 0
 	p.startSweep()
@@ -293,7 +294,11 @@ func (p *partition) run() {
 			if idle >= spinAlone {
 				yieldCore()
 			}
-			if idlePasses++; idlePasses&yieldMask == 0 {
+			// Gosched only where partitions may hold every P: with a P
+			// idle, other goroutines run there anyway, and a Gosched
+			// would wake a thread for it (a futex and a context switch
+			// each, and the partition often moves to that thread).
+			if idlePasses++; crowded && idlePasses&yieldMask == 0 {
 				runtime.Gosched()
 			}
 			continue
