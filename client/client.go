@@ -32,6 +32,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	refreshProcs() // a program sets GOMAXPROCS before it dials, if at all
 	var cfg config
 	cfg.engine.FetchDelayNS = -1
+	cfg.engine.Mode = ModeAuto
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -136,3 +136,28 @@ func benchGetSize(b *testing.B, addr string, size, window int) {
 	b.ReportMetric(d.FabricOpsPerOp(), "fabricops/op")
 	b.ReportMetric(d.RingsPerOp(), "rings/op")
 }
+
+// By default a client fetches on shm (READs cost the server nothing) and
+// runs hybrid on tcp (a READ costs the server a message): hybrid probes
+// replies within its first few hundred requests, rfp never asks for one.
+func TestDefaultModePerFabric(t *testing.T) {
+	ctx := context.Background()
+	for _, fab := range []string{"shm", "tcp"} {
+		c := dial(t, startServer(t, fab))
+		if err := c.Put(ctx, []byte("k"), []byte("v"), 0); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 600; i++ {
+			if _, err := c.Get(ctx, []byte("k")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		replied := c.Counters().Replied
+		if fab == "shm" && replied != 0 {
+			t.Errorf("shm: %d replies by default, want fetching only", replied)
+		}
+		if fab == "tcp" && replied < 16 {
+			t.Errorf("tcp: %d replies in 600 requests by default, want hybrid's probe at least", replied)
+		}
+	}
+}

@@ -70,6 +70,8 @@ func dial(ctx context.Context, addr string, cfg config) (*conn, error) {
 	ecfg := cfg.engine
 	ecfg.Bells = ringer != nil
 	ecfg.QuietRingNS = rfp.QuietRingOf(addr)
+	_, softNIC := link.Conn.(fabric.Pumper)
+	ecfg.Mode = ecfg.Mode.Resolve(softNIC)
 	eng, err := rfp.NewEngine(link.Local, link.Welcome, ecfg)
 	if err != nil {
 		link.Conn.Close()

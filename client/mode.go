@@ -6,10 +6,13 @@ import "github.com/jakiro-kv/jakiro/rfp"
 type Mode = rfp.Mode
 
 const (
-	ModeRFP    = rfp.ModeRFP    // fetch results with one-sided READs (default)
+	ModeRFP    = rfp.ModeRFP    // fetch results with one-sided READs
 	ModeReply  = rfp.ModeReply  // the server WRITEs results into client memory
-	ModeHybrid = rfp.ModeHybrid // fetch; ask for replies while fetching does not pay
+	ModeHybrid = rfp.ModeHybrid // fetch or ask for replies, whichever answers faster
+	// ModeAuto (default): ModeRFP on shm:// and rdma://, ModeHybrid on
+	// tcp://, where a READ costs the server's CPU a message.
+	ModeAuto = rfp.ModeAuto
 )
 
-// ParseMode reads "rfp", "reply" or "hybrid".
+// ParseMode reads "rfp", "reply", "hybrid" or "auto".
 func ParseMode(s string) (Mode, error) { return rfp.ParseMode(s) }

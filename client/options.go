@@ -17,7 +17,7 @@ type config struct {
 	authToken string
 }
 
-// WithMode picks rfp (default), reply or hybrid.
+// WithMode picks rfp, reply, hybrid or auto (default: see ModeAuto).
 func WithMode(m Mode) Option { return func(c *config) { c.engine.Mode = m } }
 
 // WithRFS fixes the remote fetch size in bytes; 0 means auto (default).

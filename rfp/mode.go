@@ -12,7 +12,23 @@ const (
 	ModeReply
 	// ModeHybrid: fetch, and switch to replies while fetching does not pay.
 	ModeHybrid
+	// ModeAuto is what a client picks when not told (Resolve): RFP where
+	// the server's NIC serves READs without its CPU (shm, RDMA), hybrid
+	// where a READ costs that CPU a message, as a reply does (tcp).
+	ModeAuto
 )
+
+// Resolve is the mode a client runs: m, or for ModeAuto the one that
+// suits a fabric whose NIC is (softNIC) or is not a host thread.
+func (m Mode) Resolve(softNIC bool) Mode {
+	if m != ModeAuto {
+		return m
+	}
+	if softNIC {
+		return ModeHybrid
+	}
+	return ModeRFP
+}
 
 func (m Mode) String() string {
 	switch m {
@@ -22,13 +38,17 @@ func (m Mode) String() string {
 		return "reply"
 	case ModeHybrid:
 		return "hybrid"
+	case ModeAuto:
+		return "auto"
 	}
 	return "mode?"
 }
 
-// ParseMode reads "rfp", "reply" or "hybrid".
+// ParseMode reads "rfp", "reply", "hybrid" or "auto".
 func ParseMode(s string) (Mode, error) {
 	switch s {
+	case "auto":
+		return ModeAuto, nil
 	case "rfp", "":
 		return ModeRFP, nil
 	case "reply", "server-reply":
@@ -36,7 +56,7 @@ func ParseMode(s string) (Mode, error) {
 	case "hybrid":
 		return ModeHybrid, nil
 	}
-	return 0, fmt.Errorf("rfp: unknown mode %q (want rfp, reply or hybrid)", s)
+	return 0, fmt.Errorf("rfp: unknown mode %q (want rfp, reply, hybrid or auto)", s)
 }
 
 // ReplyPolicy is a mode as the engine uses it: it decides, request by

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ func props(kv ...string) *properties.Properties {
 
 func TestParseJakiroConfig(t *testing.T) {
 	c, err := ParseJakiroConfig(props())
-	if err != nil || c.Addr != DefaultAddr || c.Mode != client.ModeRFP || c.RFS != 0 || c.Window != 0 || c.FieldCount != 10 {
+	if err != nil || c.Addr != DefaultAddr || c.Mode != client.ModeAuto || c.RFS != 0 || c.Window != 0 || c.FieldCount != 10 {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	c, err = ParseJakiroConfig(props(PropAddr, "tcp://127.0.0.1:7", PropMode, "Reply", PropRFS, "40",
@@ -270,5 +271,26 @@ func TestThreadsShareClients(t *testing.T) {
 	}
 	if n := d.Counters().Ops; n != threads*100 {
 		t.Fatalf("counters kept %d ops, want %d", n, threads*100)
+	}
+}
+
+// jakiro.conns=auto: on tcp threads share a client per 2 Ps (each send and
+// read is a system call there); elsewhere a client per thread up to
+// ownConnsPerProc threads per P.
+func TestAutoConnsPerFabric(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	tcp := JakiroConfig{Addr: "tcp://127.0.0.1:7"}
+	if got, want := tcp.conns(64), max(1, procs/2); got != want {
+		t.Errorf("tcp, 64 threads: %d clients, want %d", got, want)
+	}
+	if got := tcp.conns(1); got != 1 {
+		t.Errorf("tcp, 1 thread: %d clients", got)
+	}
+	shm := JakiroConfig{Addr: "shm:///tmp/x.sock"}
+	if got := shm.conns(4); got != 4 {
+		t.Errorf("shm, 4 threads: %d clients, want 4", got)
+	}
+	if got := (JakiroConfig{Addr: "tcp://h:1", Conns: 3}).conns(8); got != 3 {
+		t.Errorf("jakiro.conns=3 gave %d clients", got)
 	}
 }

@@ -71,10 +71,11 @@ var compareSystems = []system{
 	{name: "noop", db: "basic"},
 }
 
-// compareTCPSystems: Jakiro over loopback tcp at the server's defaults in
-// each client mode, against the same Redis, memcached and no-op database.
+// compareTCPSystems: Jakiro over loopback tcp at the server's and the
+// driver's defaults, then in each client mode, against the same Redis, memcached and no-op database.
 var compareTCPSystems = []system{
-	{name: "jakiro-tcp-rfp", db: "jakiro", srv: serverOpts{Defaults: true, Listen: loopbackTCP}},
+	{name: "jakiro-tcp", db: "jakiro", srv: serverOpts{Defaults: true, Listen: loopbackTCP}},
+	{name: "jakiro-tcp-rfp", db: "jakiro", srv: serverOpts{Defaults: true, Listen: loopbackTCP}, mode: "rfp", tuned: true},
 	{name: "jakiro-tcp-reply", db: "jakiro", srv: serverOpts{Defaults: true, Listen: loopbackTCP}, mode: "reply", tuned: true},
 	{name: "jakiro-tcp-hybrid", db: "jakiro", srv: serverOpts{Defaults: true, Listen: loopbackTCP}, mode: "hybrid", tuned: true},
 	{name: "redis", db: "redis"},
@@ -136,7 +137,7 @@ func compareRun(e *env, name, jakiroNote string, systems []system, threads []int
 		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d), batch.size=1", records),
 			fmt.Sprintf("go-ycsb v1.0.1 core workload in this process; run phase bounded to %v per point; each point the median of %d interleaved repetitions (min, max beside)", runDur, e.reps()),
 			systems[0].name + ": " + systems[0].srv.withDefaults().String() + "; jakiro-* tuned: " + tunedSettings(systems),
-			jakiroNote + "; driver defaults otherwise (rfp mode, jakiro.rfs=auto, jakiro.conns=auto: a client per thread up to 4 threads per GOMAXPROCS of the load generator, else 2 clients per GOMAXPROCS shared)",
+			jakiroNote + "; driver defaults otherwise (jakiro.mode=auto: rfp on shm, hybrid on tcp; jakiro.rfs=auto; jakiro.conns=auto: on shm a client per thread up to 4 threads per GOMAXPROCS of the load generator, else 2 clients per GOMAXPROCS shared, on tcp a client per 2 GOMAXPROCS)",
 			"redis: redis-server --save '' --appendonly no --io-threads 1 on 127.0.0.1 (go-ycsb's redis driver, its default hash datatype: HSET/HMGET)",
 			"memcached: memcached -t 1 -m 512 on 127.0.0.1 (jakiro-bench's gomemcache driver, compact records)",
 			"noop: go-ycsb's basic database, silent: the load generator's own ceiling here",

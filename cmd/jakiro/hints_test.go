@@ -70,7 +70,7 @@ func TestErrorsNameTheFix(t *testing.T) {
 		{"server in a missing directory", []string{"server", "--listen", "shm://" + filepath.Join(dir, "no", "such.sock")}, exitError,
 			[]string{"its directory does not exist"}},
 		{"unknown mode", []string{"get", "k", "--mode", "fetch", "--addr", addr}, exitError,
-			[]string{"jakiro get: --mode", `"fetch"`, "want rfp, reply or hybrid"}},
+			[]string{"jakiro get: --mode", `"fetch"`, "want rfp, reply, hybrid or auto"}},
 		{"bad rfs", []string{"get", "k", "--rfs", "lots", "--addr", addr}, exitError,
 			[]string{"jakiro get: --rfs", "or auto"}},
 		{"unknown flag", []string{"get", "k", "--bogus"}, exitError,

@@ -16,7 +16,7 @@ import (
 func clientFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "addr", Value: defaultAddr, Usage: "server URL (shm:///path, tcp://host:port or rdma://ip:port), or a comma-separated list: keys spread over the servers", EnvVars: []string{"JAKIRO_ADDR"}},
-		&cli.StringFlag{Name: "mode", Value: "rfp", Usage: "rfp, reply or hybrid", EnvVars: []string{"JAKIRO_MODE"}},
+		&cli.StringFlag{Name: "mode", Value: "auto", Usage: "rfp, reply, hybrid or auto (rfp on shm:// and rdma://, hybrid on tcp://)", EnvVars: []string{"JAKIRO_MODE"}},
 		&cli.StringFlag{Name: "rfs", Value: "auto", Usage: "remote fetch size (bytes, sizes like 1KiB, or auto)", EnvVars: []string{"JAKIRO_RFS"}},
 		&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "give up after this long", EnvVars: []string{"JAKIRO_TIMEOUT"}},
 		&cli.StringFlag{Name: "rdma-dev", Usage: "RDMA device (rdma:// only)", EnvVars: []string{"JAKIRO_RDMA_DEV"}},
