@@ -11,9 +11,11 @@ import (
 func (s *Server) Stats() []PartitionStats {
 	out := make([]PartitionStats, 0, len(s.parts))
 	for _, p := range s.parts {
-		if st := p.pub.Load(); st != nil {
-			out = append(out, *st)
+		p.pubMu.Lock()
+		if p.published {
+			out = append(out, p.pub)
 		}
+		p.pubMu.Unlock()
 	}
 	return out
 }

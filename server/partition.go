@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,7 +67,9 @@ type partition struct {
 	hashes    [maxPerPass]uint64
 
 	served, dozes, errs, sweeps, bells uint64
-	pub                                atomic.Pointer[PartitionStats] // snapshot for other goroutines
+	pubMu                              sync.Mutex     // guards pub
+	pub                                PartitionStats // snapshot for other goroutines
+	published                          bool           // under pubMu: pub is set
 	pubAt                              int64
 }
 
@@ -122,7 +125,11 @@ const (
 func (p *partition) publish(now int64) {
 	p.pubAt = now
 	st := p.stats()
-	p.pub.Store(&st)
+	// Copied under a lock, not swapped in by pointer: a partition that
+	// sleeps often publishes as often, and must not allocate for it.
+	p.pubMu.Lock()
+	p.pub, p.published = st, true
+	p.pubMu.Unlock()
 }
 
 func (p *partition) stats() PartitionStats {

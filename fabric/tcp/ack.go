@@ -24,6 +24,7 @@ const (
 type ackState struct {
 	timer *time.Timer
 	armed bool  // acks are staged, waiting for company or the timer
+	timed bool  // the timer runs for them (else conn.ackDue says when)
 	score int   // hits minus misses, within [ackScoreMin, ackScoreMax]
 	lone  int64 // when acks last went out alone (0: not since a send)
 }
@@ -39,11 +40,23 @@ func (a *ackState) sending(now int64) {
 	a.lone = 0
 }
 
-// sent notes that everything staged is out, acks included.
-func (a *ackState) sent() {
+// acksSent notes that everything staged is out, acks included (txMu held).
+func (c *conn) acksSent() {
+	a := &c.tx.ack
 	if a.armed {
 		a.armed = false
-		a.timer.Stop()
+		c.ackDue.Store(0)
+		if a.timed {
+			a.timed = false
+			a.timer.Stop()
+		}
+	}
+}
+
+// flushDueAcks sends staged acks whose wait (without a timer) is over.
+func (c *conn) flushDueAcks() {
+	if d := c.ackDue.Load(); d != 0 && nanotime() >= d {
+		c.ackTimeout()
 	}
 }
 
@@ -59,10 +72,19 @@ func (c *conn) flushBatch() error {
 	}
 	if wait && !t.ack.armed {
 		t.ack.armed = true
-		if t.ack.timer == nil {
+		switch {
+		case c.quiet.Load():
+			// Driven, and the poller ticks for it (drive.go): the driver
+			// or the tick sends the acks when due, and no Go timer is
+			// armed per batch (arming one wakes the runtime's netpoller
+			// thread: a context switch per request).
+			c.ackDue.Store(nanotime() + int64(ackDelay))
+		case t.ack.timer == nil:
 			t.ack.timer = time.AfterFunc(ackDelay, c.ackTimeout)
-		} else {
+			t.ack.timed = true
+		default:
 			t.ack.timer.Reset(ackDelay)
+			t.ack.timed = true
 		}
 	}
 	c.txMu.Unlock()
@@ -85,7 +107,8 @@ func (c *conn) ackTimeout() {
 	if a.armed && !c.tx.empty() {
 		a.score = max(a.score-ackMissCost, ackScoreMin)
 	}
-	a.armed = false
+	a.armed, a.timed = false, false
+	c.ackDue.Store(0)
 	c.txMu.Unlock()
 	if err := c.flush(); err != nil {
 		c.fail(c.readErr(err))

@@ -51,7 +51,8 @@ type conn struct {
 	idle     uint32       // Poll's empty polls in a row
 	drivenAt atomic.Int64 // nanotime of a driver's last read (drive.go)
 	armMu    sync.Mutex   // orders changes of the poller registration
-	quiet    bool         // under armMu: input events off, a driver reads
+	quiet    atomic.Bool  // changed under armMu: input events off, a driver reads
+	ackDue   atomic.Int64 // staged acks wait for this nanotime, no timer (ack.go)
 
 	txMu sync.Mutex // the socket's write side
 	tx   txState    // under txMu
@@ -316,6 +317,7 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 				c.drove()
 			}
 			c.pollRead()
+			c.flushDueAcks()
 			end = c.resp.Load()
 		}
 		if end == h {
@@ -386,5 +388,6 @@ func (c *conn) Pump() {
 	if !c.dead.Load() {
 		c.drove()
 		c.pollRead()
+		c.flushDueAcks()
 	}
 }

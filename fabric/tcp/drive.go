@@ -35,14 +35,14 @@ func (c *conn) driven() bool { return nanotime()-c.drivenAt.Load() < int64(drive
 func (p *poller) quieten(c *conn) {
 	c.armMu.Lock()
 	defer c.armMu.Unlock()
-	if c.quiet || c.dead.Load() || c.fd < 0 {
+	if c.quiet.Load() || c.dead.Load() || c.fd < 0 {
 		return
 	}
 	ev := c.event(false)
 	if unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev) != nil {
 		return
 	}
-	c.quiet = true
+	c.quiet.Store(true)
 	p.mu.Lock()
 	p.quiet = append(p.quiet, c)
 	p.mu.Unlock()
@@ -50,10 +50,10 @@ func (p *poller) quieten(c *conn) {
 
 // rearmLocked turns c's input events back on (armMu held).
 func (c *conn) rearmLocked() {
-	if !c.quiet {
+	if !c.quiet.Load() {
 		return
 	}
-	c.quiet = false
+	c.quiet.Store(false)
 	if c.dead.Load() || c.fd < 0 {
 		return
 	}
@@ -66,18 +66,29 @@ func (c *conn) rearmLocked() {
 func (p *poller) rearmUndriven() {
 	p.mu.Lock()
 	kept := p.quiet[:0]
+	var due []*conn
 	for _, c := range p.quiet {
 		c.armMu.Lock()
-		if c.quiet && c.driven() && !c.dead.Load() {
+		if c.quiet.Load() && c.driven() && !c.dead.Load() {
 			kept = append(kept, c)
 		} else {
 			c.rearmLocked()
 		}
 		c.armMu.Unlock()
+		if c.ackDue.Load() != 0 {
+			due = append(due, c)
+		}
 	}
 	clear(p.quiet[len(kept):])
 	p.quiet = kept
 	p.mu.Unlock()
+	for _, c := range due {
+		if c.quiet.Load() {
+			c.flushDueAcks()
+		} else {
+			c.ackTimeout() // served by the poller again: no tick to wait for
+		}
+	}
 }
 
 // Release implements fabric.Pumper: the driver stops reading this
@@ -87,4 +98,7 @@ func (c *conn) Release() {
 	c.armMu.Lock()
 	c.rearmLocked()
 	c.armMu.Unlock()
+	if c.ackDue.Load() != 0 {
+		c.ackTimeout() // nobody will look at them before the poller's tick
+	}
 }

@@ -27,7 +27,7 @@ func landed(a side, v uint64, pump bool, d time.Duration) bool {
 func (c *conn) isQuiet() bool {
 	c.armMu.Lock()
 	defer c.armMu.Unlock()
-	return c.quiet
+	return c.quiet.Load()
 }
 
 // A target that pumps a connection turns the poller's input events off

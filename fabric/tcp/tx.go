@@ -121,7 +121,7 @@ func (c *conn) flushLocked() error {
 		}
 		t.buf, t.start, t.progress = t.buf[:0], 0, 0
 		t.urgent = false
-		t.ack.sent()
+		c.acksSent()
 		return nil
 	}
 	if t.start > len(t.buf)/2 {
