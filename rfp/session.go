@@ -58,10 +58,14 @@ func newSession(id uint32, conn fabric.Conn, grant *fabric.Region, l Layout, rep
 // caller's thread, where the fabric's NIC is a host thread (tcp): a
 // partition waiting on a busy client takes its next request without a
 // wake-up of the fabric's own thread. Elsewhere it does nothing.
-func (s *Session) Pump() {
-	if s.pump != nil {
-		s.pump.Pump()
+// It reports whether the fabric has such a NIC (whether a new look at
+// the rings may find more).
+func (s *Session) Pump() bool {
+	if s.pump == nil {
+		return false
 	}
+	s.pump.Pump()
+	return true
 }
 
 // Unpump says the caller stops pumping (fabric.Pumper.Release).

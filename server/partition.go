@@ -493,8 +493,7 @@ func (p *partition) serveFrom(c *peer, now int64) int {
 	if n == 0 && pp.polled {
 		// A busy client's next request may be in the fabric still
 		// (tcp): take it on this thread.
-		if pp.empty++; pp.empty%pumpEvery == 1 {
-			c.sess.Pump()
+		if pp.empty++; pp.empty%pumpEvery == 1 && c.sess.Pump() {
 			n = c.sess.PollBatch(p.id, now, p.reqs[:])
 		}
 	}
