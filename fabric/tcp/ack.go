@@ -53,6 +53,19 @@ func (c *conn) acksSent() {
 	}
 }
 
+// dueWhileQuiet sets ackDue to due if c's input events are off, and says
+// whether it did. Under armMu: whoever turns them back on looks at ackDue
+// after, so acks staged this way are never left without a tick or a timer.
+func (c *conn) dueWhileQuiet(due int64) bool {
+	c.armMu.Lock()
+	defer c.armMu.Unlock()
+	if !c.quiet.Load() {
+		return false
+	}
+	c.ackDue.Store(due)
+	return true
+}
+
 // flushDueAcks sends staged acks whose wait (without a timer) is over.
 func (c *conn) flushDueAcks() {
 	if d := c.ackDue.Load(); d != 0 && nanotime() >= d {
@@ -73,12 +86,11 @@ func (c *conn) flushBatch() error {
 	if wait && !t.ack.armed {
 		t.ack.armed = true
 		switch {
-		case c.quiet.Load():
+		case c.dueWhileQuiet(nanotime() + int64(ackDelay)):
 			// Driven, and the poller ticks for it (drive.go): the driver
 			// or the tick sends the acks when due, and no Go timer is
 			// armed per batch (arming one wakes the runtime's netpoller
 			// thread: a context switch per request).
-			c.ackDue.Store(nanotime() + int64(ackDelay))
 		case t.ack.timer == nil:
 			t.ack.timer = time.AfterFunc(ackDelay, c.ackTimeout)
 			t.ack.timed = true

@@ -32,17 +32,21 @@ func (c *conn) drove() { c.drivenAt.Store(nanotime()) }
 func (c *conn) driven() bool { return nanotime()-c.drivenAt.Load() < int64(driveWindow) }
 
 // quieten turns c's input events off: a driver reads it.
+// Only the poller's goroutine calls it, as it does rearmUndriven, so c is
+// on the quiet list before the next tick looks.
 func (p *poller) quieten(c *conn) {
 	c.armMu.Lock()
-	defer c.armMu.Unlock()
 	if c.quiet.Load() || c.dead.Load() || c.fd < 0 {
+		c.armMu.Unlock()
 		return
 	}
 	ev := c.event(false)
 	if unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev) != nil {
+		c.armMu.Unlock()
 		return
 	}
 	c.quiet.Store(true)
+	c.armMu.Unlock()
 	p.mu.Lock()
 	p.quiet = append(p.quiet, c)
 	p.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
@@ -128,7 +129,9 @@ func (s *setup) dial(data []byte) (*conn, error) {
 func readReply(nc net.Conn) (reply []byte, depth int, err error) {
 	var hb [hsSize]byte
 	n, err := io.ReadFull(nc, hb[:])
-	if n == 0 && (err == io.EOF || errors.Is(err, net.ErrClosed)) {
+	// A listener that sheds a handshake (too many pending) closes the
+	// socket with our hello unread: the close arrives as a reset.
+	if n == 0 && (err == io.EOF || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET)) {
 		return nil, 0, fmt.Errorf("%w: listener closed the connection without answering", fabric.ErrRejected)
 	}
 	if err != nil && n == 0 {

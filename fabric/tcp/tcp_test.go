@@ -594,6 +594,39 @@ func TestStrayServer(t *testing.T) {
 	}
 }
 
+// A listener that sheds a pending handshake closes the socket with the
+// hello unread, which the dialer sees as a reset: that is a rejection
+// (worth retrying, as the client does), not a vanished peer.
+func TestShedHandshakeIsRejection(t *testing.T) {
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nl.Close() })
+	go func() {
+		for {
+			nc, err := nl.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				var b [1]byte
+				nc.Read(b[:]) // the hello is there; leave the rest unread
+				nc.(*net.TCPConn).SetLinger(0)
+				nc.Close()
+			}()
+		}
+	}()
+	ctx := ctxT(t)
+	s, err := fabric.Dial(ctx, "tcp://"+nl.Addr().String(), fabric.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Establish(ctx, nil); !errors.Is(err, fabric.ErrRejected) {
+		t.Fatalf("handshake shed with a reset: Establish = %v, want ErrRejected", err)
+	}
+}
+
 // rawConn is a hand-driven peer that completed the handshake with ln.
 func rawConn(t *testing.T, ln fabric.Listener, grant int) (net.Conn, fabric.Conn, *fabric.Region) {
 	t.Helper()
