@@ -60,7 +60,7 @@ func runIdle(e *env) error {
 					// by a sweep): measure the idle clients, not their
 					// arrival.
 					time.Sleep(settleAfterConnect)
-					r, err := e.point(fmt.Sprintf("%s idle=%d rep %d", fab, n, rep+1), loadSpec{Addr: addr, Mode: client.ModeRFP, Clients: 1, Window: 1, GetRatio: 1}, ks)
+					r, err := e.point(fmt.Sprintf("%s idle=%d rep %d", fab, n, rep+1), loadSpec{Addr: addr, Mode: client.ModeAuto, Clients: 1, Window: 1, GetRatio: 1}, ks)
 					if err != nil {
 						idle.close()
 						return err
