@@ -35,8 +35,8 @@ type sessionRing struct {
 	stuckSince int64  // when the expected slot was first seen invalid
 	replyTo    fabric.Desc
 	haveReply  bool
-	reply      [1]fabric.Op
-	_          [64]byte // keep partitions' rings on separate cache lines
+	replies    []fabric.Op // reply WRITEs staged by Respond, posted by FlushReplies
+	_          [64]byte    // keep partitions' rings on separate cache lines
 }
 
 // StuckTimeout is how long a slot may show the expected sequence number
@@ -49,6 +49,7 @@ func newSession(id uint32, conn fabric.Conn, grant *fabric.Region, l Layout, rep
 		rings: make([]sessionRing, l.Partitions), replyTimeout: replyTimeout, release: release}
 	for p := range s.rings {
 		s.rings[p].next = 1
+		s.rings[p].replies = make([]fabric.Op, 0, l.Slots)
 	}
 	s.pump, _ = conn.(fabric.Pumper)
 	return s
@@ -169,7 +170,9 @@ func (s *Session) ResponseValue(p int) []byte {
 
 // Respond seals the response (n value bytes already in ResponseValue) in
 // server memory and moves to the next slot. If the request asked for a
-// reply it also WRITEs the response into the client's memory.
+// reply it stages the WRITE of the response into the client's memory;
+// FlushReplies posts what Respond staged, all at once (one send where the
+// fabric is a socket), and must follow each batch of Responds.
 func (s *Session) Respond(p int, reply bool, st Status, n int) error {
 	ring := &s.rings[p]
 	l := s.layout
@@ -188,13 +191,29 @@ func (s *Session) Respond(p int, reply bool, st Status, n int) error {
 		}
 		ring.replyTo, ring.haveReply = d, true
 	}
-	ring.reply[0] = fabric.Op{Kind: fabric.OpWrite, ID: uint64(p), Local: s.grant, LocalOff: off,
-		Len: size, Remote: ring.replyTo, RemoteOff: uint64(off)}
+	if len(ring.replies) == cap(ring.replies) {
+		// More than a ring of Responds without a flush: post these first.
+		if err := s.FlushReplies(p); err != nil {
+			return err
+		}
+	}
+	ring.replies = append(ring.replies, fabric.Op{Kind: fabric.OpWrite, ID: uint64(p), Local: s.grant, LocalOff: off,
+		Len: size, Remote: ring.replyTo, RemoteOff: uint64(off)})
+	return nil
+}
+
+// FlushReplies posts the reply WRITEs Respond staged for partition p.
+func (s *Session) FlushReplies(p int) error {
+	ring := &s.rings[p]
+	if len(ring.replies) == 0 {
+		return nil
+	}
+	defer func() { ring.replies = ring.replies[:0] }()
 	s.replyMu.Lock()
 	defer s.replyMu.Unlock()
 	var deadline time.Time
 	for {
-		err := s.conn.Post(ring.reply[:])
+		err := s.conn.Post(ring.replies)
 		if err == nil {
 			break
 		}

@@ -518,6 +518,10 @@ func (p *partition) serveFrom(c *peer, now int64) int {
 		}
 		p.serve(c, &p.reqs[i], p.hashes[i])
 	}
+	// The batch's replies go out together: one send on tcp.
+	if err := c.sess.FlushReplies(p.id); err != nil {
+		p.replyFailed(c, err)
+	}
 	pp.lastReq = now
 	if !pp.polled {
 		pp.polled = true
@@ -574,10 +578,14 @@ func (p *partition) serve(c *peer, r *rfp.Request, h uint64) {
 	}
 	p.served++
 	if err := sess.Respond(p.id, r.Flags&rfp.FlagReply != 0, st, n); err != nil {
-		p.errs++
-		if errors.Is(err, rfp.ErrReplyStalled) {
-			c.fail(err) // this partition must not wait on it again
-		}
+		p.replyFailed(c, err)
+	}
+}
+
+func (p *partition) replyFailed(c *peer, err error) {
+	p.errs++
+	if errors.Is(err, rfp.ErrReplyStalled) {
+		c.fail(err) // this partition must not wait on it again
 	}
 }
 
