@@ -72,7 +72,8 @@ var compareSystems = []system{
 }
 
 // compareTCPSystems: Jakiro over loopback tcp at the server's and the
-// driver's defaults, then in each client mode, against the same Redis, memcached and no-op database.
+// driver's defaults, then in each client mode, against the same Redis,
+// memcached and no-op database.
 var compareTCPSystems = []system{
 	{name: "jakiro-tcp", db: "jakiro", srv: serverOpts{Defaults: true, Listen: loopbackTCP}},
 	{name: "jakiro-tcp-rfp", db: "jakiro", srv: serverOpts{Defaults: true, Listen: loopbackTCP}, mode: "rfp", tuned: true},

@@ -556,6 +556,14 @@ func pairOn(t *testing.T, ln fabric.Listener) (fabric.Conn, fabric.Conn) {
 
 // fakeServer answers every connection with reply, then closes.
 func fakeServer(t *testing.T, reply []byte) string {
+	return fakeServerFunc(t, func(nc net.Conn) {
+		nc.Write(reply)
+		nc.Close()
+	})
+}
+
+// fakeServerFunc hands every connection to serve, in its own goroutine.
+func fakeServerFunc(t *testing.T, serve func(net.Conn)) string {
 	nl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -567,8 +575,7 @@ func fakeServer(t *testing.T, reply []byte) string {
 			if err != nil {
 				return
 			}
-			nc.Write(reply)
-			nc.Close()
+			go serve(nc)
 		}
 	}()
 	return "tcp://" + nl.Addr().String()
@@ -598,27 +605,14 @@ func TestStrayServer(t *testing.T) {
 // hello unread, which the dialer sees as a reset: that is a rejection
 // (worth retrying, as the client does), not a vanished peer.
 func TestShedHandshakeIsRejection(t *testing.T) {
-	nl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nl.Close() })
-	go func() {
-		for {
-			nc, err := nl.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				var b [1]byte
-				nc.Read(b[:]) // the hello is there; leave the rest unread
-				nc.(*net.TCPConn).SetLinger(0)
-				nc.Close()
-			}()
-		}
-	}()
+	addr := fakeServerFunc(t, func(nc net.Conn) {
+		var b [1]byte
+		nc.Read(b[:]) // the hello is there; leave the rest unread
+		nc.(*net.TCPConn).SetLinger(0)
+		nc.Close()
+	})
 	ctx := ctxT(t)
-	s, err := fabric.Dial(ctx, "tcp://"+nl.Addr().String(), fabric.Options{})
+	s, err := fabric.Dial(ctx, addr, fabric.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
