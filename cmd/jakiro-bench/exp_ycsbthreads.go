@@ -8,10 +8,12 @@ import (
 	"github.com/jakiro-kv/jakiro/ycsb"
 )
 
-// runYCSBThreads: go-ycsb read-only (uniform keys) at 8 to 1,024 threads,
-// each thread with its own connection, against one Jakiro server at its
-// defaults: throughput should hold as threads (connections) grow. The
-// thread counts interleave within each repetition.
+// runYCSBThreads: go-ycsb read-only (uniform keys) at 8 to 1,024 threads
+// against one Jakiro server at its defaults: throughput should hold as
+// threads grow. Beside each point, the load generator's own ceiling at
+// that thread count (yieldDB: one thread switch per operation, no
+// database), which bounds how well any database can hold. The thread
+// counts and the two databases interleave within each repetition.
 func runYCSBThreads(e *env) error {
 	threads := []int{8, 64, 256, 1024}
 	if e.Quick {
@@ -36,7 +38,7 @@ func runYCSBThreads(e *env) error {
 	}
 	p.Set("readproportion", "1")
 	p.Set("updateproportion", "0")
-	ops := map[int][]float64{}
+	ops, gen := map[int][]float64{}, map[int][]float64{}
 	last := map[int]*ycsb.Result{}
 	for rep := 0; rep < e.reps(); rep++ {
 		for _, th := range threads {
@@ -47,33 +49,56 @@ func runYCSBThreads(e *env) error {
 			}
 			ops[th] = append(ops[th], r.OpsPerSec())
 			last[th] = r
-			e.logf("  rep %d %4d threads: %9.0f ops/s  p50 %7.2f µs  p99 %8.2f µs  errors %d", rep+1, th, r.OpsPerSec(),
-				float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors)
+			g, err := ycsb.Run(e.Ctx, ycsb.RunConfig{DB: yieldDBName, Props: p, Duration: runDur})
+			if err != nil {
+				return fmt.Errorf("%d threads, %s: %w", th, yieldDBName, err)
+			}
+			gen[th] = append(gen[th], g.OpsPerSec())
+			e.logf("  rep %d %4d threads: %9.0f ops/s  p50 %7.2f µs  p99 %8.2f µs  errors %d  (%s %9.0f ops/s)", rep+1, th, r.OpsPerSec(),
+				float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors, yieldDBName, g.OpsPerSec())
 			if r.Errors > 0 {
 				e.logf("    first error: %v", r.FirstError)
 			}
 		}
 	}
-	best := 0.0
+	best, bestTh := 0.0, threads[0]
 	for _, th := range threads {
-		best = max(best, spreadOf(ops[th]).Med)
+		if m := spreadOf(ops[th]).Med; m > best {
+			best, bestTh = m, th
+		}
 	}
-	t := &table{Name: "ycsbthreads", Cols: append(append([]string{"threads", "reps"}, spreadCols("ops_per_sec")...), "p50_us", "p99_us", "errors", "round_trips_per_op", "vs_best"),
+	genBest := 0.0
+	for _, th := range threads {
+		genBest = max(genBest, spreadOf(gen[th]).Med)
+	}
+	// bound: Jakiro's ratio to its best if, from its best point on, only
+	// the load generator's time per operation changed with the threads.
+	bound := func(th int) float64 {
+		perOp := 1 / best
+		return perOp / (perOp + 1/spreadOf(gen[th]).Med - 1/spreadOf(gen[bestTh]).Med)
+	}
+	t := &table{Name: "ycsbthreads", Cols: append(append(append(append([]string{"threads", "reps"}, spreadCols("ops_per_sec")...),
+		"p50_us", "p99_us", "errors", "round_trips_per_op", "vs_best"), spreadCols("gen_ops_per_sec")...), "gen_vs_best", "vs_best_bound"),
 		Settings: []string{e.idleSetting(), "server: " + o.withDefaults().String() + ", shm fabric",
 			"workload: " + source + fmt.Sprintf(" (recordcount=%d) with readproportion=1, updateproportion=0: read-only, uniform", records),
 			fmt.Sprintf("go-ycsb v1.0.1 in this process, jakiro driver defaults (jakiro.conns=auto: a client per thread up to 4 threads per GOMAXPROCS, else 2 clients per GOMAXPROCS shared), batch.size=1; run bounded to %v; each point the median of %d interleaved repetitions", runDur, e.reps()),
-			"latency columns: the last repetition's"}}
+			"latency columns: the last repetition's",
+			"gen_*: go-ycsb against " + yieldDBName + ", a database that only yields its thread once per operation: the load generator's own ceiling at that thread count (gen_vs_best: its ratio to its own best)",
+			"vs_best_bound: the ratio to the best Jakiro would reach at that thread count if, from its best point, only the load generator's time per operation (1/gen_ops_per_sec) changed"}}
 	s := series{Name: "jakiro (defaults)"}
+	g := series{Name: yieldDBName + " / 4 (load generator ceiling)"}
 	for _, th := range threads {
-		sp := spreadOf(ops[th])
+		sp, gs := spreadOf(ops[th]), spreadOf(gen[th])
 		r := last[th]
-		t.add(append(append([]any{th, sp.N}, sp.vals()...), float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3,
-			r.Errors, fmt.Sprintf("%.3f", r.Counters.FabricOpsPerOp()), fmt.Sprintf("%.2f", sp.Med/best))...)
+		t.add(append(append(append(append([]any{th, sp.N}, sp.vals()...), float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3,
+			r.Errors, fmt.Sprintf("%.3f", r.Counters.FabricOpsPerOp()), fmt.Sprintf("%.2f", sp.Med/best)), gs.vals()...),
+			fmt.Sprintf("%.2f", gs.Med/genBest), fmt.Sprintf("%.2f", bound(th)))...)
 		s.addSpread(float64(th), spread{Med: sp.Med / 1e6, Min: sp.Min / 1e6, Max: sp.Max / 1e6, N: sp.N})
-		e.logf("  %4d threads: %s ops/s, %.2f of the best", th, sp, sp.Med/best)
+		g.addSpread(float64(th), spread{Med: gs.Med / 4e6, Min: gs.Min / 4e6, Max: gs.Max / 4e6, N: gs.N})
+		e.logf("  %4d threads: %s ops/s, %.2f of the best (load generator alone: %.2f of its best; bound %.2f)", th, sp, sp.Med/best, gs.Med/genBest, bound(th))
 	}
 	png := e.png("ycsbthreads")
-	if err := linePlot(png, "go-ycsb read-only, uniform, Jakiro at defaults (median, min–max)", "go-ycsb threads", "Mops", []series{s}, true); err != nil {
+	if err := linePlot(png, "go-ycsb read-only, uniform, Jakiro at defaults (median, min–max)", "go-ycsb threads", "Mops", []series{s, g}, true); err != nil {
 		return err
 	}
 	return e.done(t, png)
