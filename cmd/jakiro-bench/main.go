@@ -57,7 +57,7 @@ func newApp() *cli.App {
 		Name:     "jakiro-bench",
 		Usage:    "benchmarks for Jakiro: the RFP paper's figures, go-ycsb, Redis and memcached",
 		Commands: cmds,
-		Flags:    []cli.Flag{cpuProfileFlag},
+		Flags:    []cli.Flag{cpuProfileFlag, traceFlag},
 		Before:   startProfile,
 		After:    stopProfile,
 	}
