@@ -41,10 +41,6 @@ type call struct {
 	done bool
 	st   rfp.Status
 	val  []byte // copy of the value, reused across calls
-	// parked: its caller may be parked at the spin gate; deliverLocked
-	// wakes it through wake (capacity 1).
-	parked bool
-	wake   chan struct{}
 }
 
 // dialRetries is how many times dial tries again after the server closed
@@ -152,7 +148,7 @@ func (c *conn) getCall() *call {
 		c.free = c.free[:n-1]
 		return cl
 	}
-	return &call{wake: make(chan struct{}, 1)}
+	return &call{}
 }
 
 // forget detaches cl from its slot: its caller gave up, and the slot is
@@ -230,12 +226,6 @@ func (c *conn) deliverLocked() {
 		}
 		cl.done, cl.st = true, r.Status
 		cl.val = append(cl.val[:0], r.Value...)
-		if cl.parked {
-			select {
-			case cl.wake <- struct{}{}:
-			default:
-			}
-		}
 	}
 	c.eng.Consumed()
 }
@@ -251,7 +241,7 @@ func (c *conn) submitLocked(ctx context.Context, p int, op rfp.Op, key, value []
 		if c.eng.Free(p) {
 			break
 		}
-		if err := c.wait(ctx, &w, nil); err != nil {
+		if err := c.wait(ctx, &w); err != nil {
 			return err
 		}
 	}
@@ -286,7 +276,7 @@ func (c *conn) do(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl 
 		if cl.done {
 			break
 		}
-		if err := c.wait(ctx, &w, cl); err != nil {
+		if err := c.wait(ctx, &w); err != nil {
 			c.forget(cl)
 			return dst, err
 		}
@@ -353,7 +343,7 @@ func (c *conn) run(ctx context.Context, b *Batch) error {
 		if done == len(b.ops) {
 			break
 		}
-		if err := c.wait(ctx, &w, nil); err != nil {
+		if err := c.wait(ctx, &w); err != nil {
 			for _, i := range b.inflight {
 				c.forget(&b.ops[i].c)
 			}

@@ -43,7 +43,6 @@ type waitState struct {
 	spins    uint
 	counted  bool
 	spinning bool // holds a place in gate
-	others   [driveMax]*conn
 }
 
 func (w *waitState) done() {
@@ -59,13 +58,7 @@ func (w *waitState) done() {
 
 // wait releases the lock briefly so other goroutines can drive the engine,
 // and checks ctx now and then. Called with c.mu held; returns with it held.
-//
-// Where waiters outnumber the places to spin (spinGate), the others park,
-// and the spinner drives their connections too: a parked caller whose
-// answer that delivers (cl, when not nil, is the call waited for) wakes
-// at once rather than when a spinner hands over its place. With one P
-// there is no gate: waiters take turns (Gosched) and each drives its own.
-func (c *conn) wait(ctx context.Context, w *waitState, cl *call) error {
+func (c *conn) wait(ctx context.Context, w *waitState) error {
 	w.spins++
 	if !w.counted {
 		w.counted = true
@@ -82,11 +75,6 @@ func (c *conn) wait(ctx context.Context, w *waitState, cl *call) error {
 	}
 	woke := c.wokeBell
 	c.wokeBell = false
-	var wake <-chan struct{}
-	if cl != nil {
-		cl.parked = true
-		wake = cl.wake
-	}
 	c.mu.Unlock()
 	if woke {
 		// The partition we woke may wait for this very core (the kernel
@@ -94,24 +82,16 @@ func (c *conn) wait(ctx context.Context, w *waitState, cl *call) error {
 		// until the next osYieldEvery kept it from answering for ~100 µs.
 		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
-	if w.spinning && gate.queued() {
-		for _, o := range gate.parkedConns(c, &w.others) {
-			o.tryProgress()
-		}
-		clear(w.others[:])
-		if w.spins%passEvery == 0 {
-			gate.leave()
-			w.spinning = false
-		}
+	if w.spinning && w.spins%passEvery == 0 && gate.queued() {
+		gate.leave()
+		w.spinning = false
 	}
 	if !w.spinning && procs.Load() > 1 { // one P: only one goroutine runs anyway
-		placed, err := gate.enter(ctx, c, wake)
-		if err != nil {
+		if err := gate.enter(ctx); err != nil {
 			c.mu.Lock()
-			c.unpark(cl)
 			return err
 		}
-		w.spinning = placed
+		w.spinning = true
 	} else if crowded || w.spins%yieldEvery == 0 && waiting.Load() >= procs.Load() {
 		// With fewer waiters than Ps a P is likely idle: other
 		// goroutines run there, and a Gosched would only wake a thread
@@ -123,31 +103,5 @@ func (c *conn) wait(ctx context.Context, w *waitState, cl *call) error {
 		refreshProcs()
 	}
 	c.mu.Lock()
-	c.unpark(cl)
 	return nil
-}
-
-// unpark ends cl's stay at the gate (c.mu held): no more wake-ups, and
-// none left over for its next wait.
-func (c *conn) unpark(cl *call) {
-	if cl == nil {
-		return
-	}
-	cl.parked = false
-	select {
-	case <-cl.wake:
-	default:
-	}
-}
-
-// tryProgress steps the engine for the callers parked on c, unless
-// someone holds c already (then that one steps it).
-func (c *conn) tryProgress() {
-	if !c.mu.TryLock() {
-		return
-	}
-	if !c.closed {
-		c.progressLocked() // an error is the engine's: its callers see it on their next step
-	}
-	c.mu.Unlock()
 }
