@@ -24,10 +24,11 @@ type Config struct {
 	ItemSize  int
 	ApproxLRU bool
 	// SpinIdle is how long a partition keeps polling (yielding its core
-	// between passes) after its last request: at least rfp.IdleBeforeSleep
-	// (on tcp TCPIdleBeforeSleep), the default. It then naps, awake, in
-	// sleeps of DozeSleep (default 20µs) until 10 times SpinIdle, and
-	// blocks on its doorbell. With no doorbells it dozes instead.
+	// between passes) after its last request before it blocks on its
+	// doorbell: at least rfp.IdleBeforeSleep (on tcp TCPIdleBeforeSleep),
+	// the default; up to 10 times
+	// it while rings end the partition's sleeps early. With no
+	// doorbells it dozes instead, in sleeps of DozeSleep (default 20µs).
 	SpinIdle  time.Duration
 	DozeSleep time.Duration
 	// IdlePoll makes idle partitions poll every client every DozeSleep

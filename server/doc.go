@@ -27,11 +27,9 @@
 //
 // A partition that finds no work keeps polling for Config.SpinIdle (at
 // least rfp.IdleBeforeSleep, 100 µs, on tcp rfp.TCPIdleBeforeSleep, 800 µs,
-// as tcp clients ring only after TCPQuietRing), giving its core to other
-// processes (sched_yield) past the first 10 µs; then, still awake (clients
-// need not ring), naps in sleeps of Config.DozeSleep until 10 times
-// SpinIdle, so clients sharing the machine get the core while a request
-// costs at most a nap; then looks at its warm set once more
+// as tcp clients ring only after TCPQuietRing; up to 10 times that while rings keep
+// ending its sleeps early), giving its core to other processes
+// (sched_yield) past the first 10 µs, then looks at its warm set once more
 // and blocks on its doorbell until a client rings or the next housekeeping
 // sweep: an idle server uses no CPU. Fabrics without doorbells, and Config.IdlePoll,
 // poll every client every pass and doze in short nanosleeps instead.

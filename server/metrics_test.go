@@ -1,16 +1,32 @@
 package server
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/jakiro-kv/jakiro/client"
 )
 
 func TestMetrics(t *testing.T) {
-	ctx, srv, c := serveInProcess(t, 2)
+	srv, err := New(Config{Listen: "shm://" + filepath.Join(t.TempDir(), "m.sock"), Partitions: 2, Memory: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.Serve(ctx)
+	defer srv.Close()
+	c, err := client.Dial(ctx, srv.Addr(), client.WithFabric(srv.cfg.Fabric))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	if _, err := c.Stats(ctx); err != nil { // one request per partition
 		t.Fatal(err)
 	}

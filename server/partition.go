@@ -66,11 +66,11 @@ type partition struct {
 	reqs      [maxPerPass]rfp.Request
 	hashes    [maxPerPass]uint64
 
-	served, dozes, naps, errs, sweeps, bells uint64
-	pubMu                                    sync.Mutex     // guards pub
-	pub                                      PartitionStats // snapshot for other goroutines
-	published                                bool           // under pubMu: pub is set
-	pubAt                                    int64
+	served, dozes, errs, sweeps, bells uint64
+	pubMu                              sync.Mutex     // guards pub
+	pub                                PartitionStats // snapshot for other goroutines
+	published                          bool           // under pubMu: pub is set
+	pubAt                              int64
 }
 
 const (
@@ -134,7 +134,7 @@ func (p *partition) publish(now int64) {
 
 func (p *partition) stats() PartitionStats {
 	return PartitionStats{Partition: p.id, Clients: p.srv.Clients(), Polled: len(p.polled), Served: p.served,
-		Dozes: p.dozes, Naps: p.naps, Sweeps: p.sweeps, Bells: p.bells, Rings: p.srv.ln.BellRings(p.id), ReplyErrs: p.errs, KV: p.kv.Stats()}
+		Dozes: p.dozes, Sweeps: p.sweeps, Bells: p.bells, Rings: p.srv.ln.BellRings(p.id), ReplyErrs: p.errs, KV: p.kv.Stats()}
 }
 
 // reload moves to the latest peer list and drops unpublished peers from
@@ -247,8 +247,7 @@ func (p *partition) run() {
 	defer p.stopped.Store(true)
 	s := p.srv
 	bells := s.ln.HasDoorbells() && !s.cfg.IdlePoll
-	spinFor := int64(s.cfg.SpinIdle)
-	napFor := napSpan * spinFor
+	spin := newSpin(int64(s.cfg.SpinIdle))
 	crowded := s.cfg.Partitions >= runtime.GOMAXPROCS(0)
 	var now, lastWork, bellAt, houseAt, pruneAt int64
 	idlePasses := 0
@@ -295,7 +294,7 @@ func (p *partition) run() {
 			continue
 		}
 		// An idle pass with a fresh clock.
-		if idle := now - lastWork; idle < spinFor {
+		if idle := now - lastWork; idle < spin.ns {
 			// Keep looking, but past a short gap between one client's
 			// requests let whoever else needs this core run: the clients
 			// may share it.
@@ -309,16 +308,6 @@ func (p *partition) run() {
 			if idlePasses++; crowded && idlePasses&yieldMask == 0 {
 				runtime.Gosched()
 			}
-			continue
-		} else if bells && idle < napFor {
-			// Past the spin the doorbell contract asks for, stay awake
-			// (clients need not ring) but nap between looks: a request
-			// now costs at most a nap, not a ring and a wake-up, and a
-			// partition that kept spinning held a core its clients
-			// needed when they share the machine.
-			p.naps++
-			doze(s.cfg.DozeSleep)
-			pass = -1 // fresh clock and list before the next pass
 			continue
 		}
 		if !bells {
@@ -348,6 +337,7 @@ func (p *partition) run() {
 		p.wake()
 		pass = -1
 		woke := s.now()
+		spin.slept(woke-now, rang)
 		if rang {
 			// A client is there: stay awake even if its request has not
 			// landed yet.
@@ -359,10 +349,28 @@ func (p *partition) run() {
 	}
 }
 
-// napSpan: an idle partition with doorbells naps (DozeSleep at a time)
-// from SpinIdle after its last request until napSpan times SpinIdle, then
-// blocks on its bell.
-const napSpan = 10
+// spinTime is how long an idle partition polls before blocking on its
+// bell: from the configured minimum up to spinGrowth times it. A ring that
+// ends a short sleep says a longer spin would have caught the request
+// without the wake-up (microseconds to hundreds of them here): the spin
+// doubles. A long sleep says the clients went quiet: it halves.
+type spinTime struct{ ns, min, max int64 }
+
+// spinGrowth bounds the adaptive spin, as a multiple of the minimum.
+const spinGrowth = 10
+
+func newSpin(min int64) spinTime { return spinTime{ns: min, min: min, max: spinGrowth * min} }
+
+// slept adapts the spin after a sleep of d that a ring ended (rang) or
+// that timed out.
+func (t *spinTime) slept(d int64, rang bool) {
+	switch {
+	case rang && d < t.max:
+		t.ns = min(2*t.ns, t.max)
+	case !rang || d > 4*t.max:
+		t.ns = max(t.ns/2, t.min)
+	}
+}
 
 // bellPass is one pass of a partition with doorbells: the polled set, the
 // warm set after a ring, the rings' accounting, and the next chunk of a
@@ -587,8 +595,7 @@ type PartitionStats struct {
 	Clients   int      `json:"clients"`
 	Polled    int      `json:"polled"` // clients with a request in the last rfp.ActiveHold
 	Served    uint64   `json:"served"`
-	Dozes     uint64   `json:"dozes"`  // times the partition blocked on its bell (or, without bells, dozed)
-	Naps      uint64   `json:"naps"`   // naps while awake between SpinIdle and napSpan times it
+	Dozes     uint64   `json:"dozes"`
 	Sweeps    uint64   `json:"sweeps"` // looks at every client (after a ring, before blocking, housekeeping)
 	Bells     uint64   `json:"bells"`  // times the partition found its bell rung
 	Rings     uint64   `json:"rings"`  // rings of its bell (several may be found at once); 0 where the fabric does not count
