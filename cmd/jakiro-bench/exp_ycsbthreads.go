@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/magiconair/properties"
 
@@ -61,21 +62,24 @@ func runYCSBThreads(e *env) error {
 			}
 		}
 	}
-	best, bestTh := 0.0, threads[0]
+	best, bestTh, genBest := 0.0, threads[0], 0.0
 	for _, th := range threads {
 		if m := spreadOf(ops[th]).Med; m > best {
 			best, bestTh = m, th
 		}
-	}
-	genBest := 0.0
-	for _, th := range threads {
 		genBest = max(genBest, spreadOf(gen[th]).Med)
 	}
 	// bound: Jakiro's ratio to its best if, from its best point on, only
 	// the load generator's time per operation changed with the threads.
-	bound := func(th int) float64 {
+	// With more than one P a lone yielding goroutine is handed between
+	// threads, so noop-yield's rate is no ceiling: no bound then.
+	oneP := runtime.GOMAXPROCS(0) == 1
+	bound := func(th int) string {
+		if !oneP {
+			return ""
+		}
 		perOp := 1 / best
-		return perOp / (perOp + 1/spreadOf(gen[th]).Med - 1/spreadOf(gen[bestTh]).Med)
+		return fmt.Sprintf("%.2f", perOp/(perOp+1/spreadOf(gen[th]).Med-1/spreadOf(gen[bestTh]).Med))
 	}
 	t := &table{Name: "ycsbthreads", Cols: append(append(append(append([]string{"threads", "reps"}, spreadCols("ops_per_sec")...),
 		"p50_us", "p99_us", "errors", "round_trips_per_op", "vs_best"), spreadCols("gen_ops_per_sec")...), "gen_vs_best", "vs_best_bound"),
@@ -84,7 +88,7 @@ func runYCSBThreads(e *env) error {
 			fmt.Sprintf("go-ycsb v1.0.1 in this process, jakiro driver defaults (jakiro.conns=auto: a client per thread up to 4 threads per GOMAXPROCS, else 2 clients per GOMAXPROCS shared), batch.size=1; run bounded to %v; each point the median of %d interleaved repetitions", runDur, e.reps()),
 			"latency columns: the last repetition's",
 			"gen_*: go-ycsb against " + yieldDBName + ", a database that only yields its thread once per operation: the load generator's own ceiling at that thread count (gen_vs_best: its ratio to its own best)",
-			"vs_best_bound: the ratio to the best Jakiro would reach at that thread count if, from its best point, only the load generator's time per operation (1/gen_ops_per_sec) changed"}}
+			"vs_best_bound: the ratio to the best Jakiro would reach at that thread count if, from its best point, only the load generator's time per operation (1/gen_ops_per_sec) changed; empty unless GOMAXPROCS is 1 (with more Ps a yielding goroutine is handed between threads and noop-yield is no ceiling)"}}
 	s := series{Name: "jakiro (defaults)"}
 	g := series{Name: yieldDBName + " / 4 (load generator ceiling)"}
 	for _, th := range threads {
@@ -92,10 +96,14 @@ func runYCSBThreads(e *env) error {
 		r := last[th]
 		t.add(append(append(append(append([]any{th, sp.N}, sp.vals()...), float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3,
 			r.Errors, fmt.Sprintf("%.3f", r.Counters.FabricOpsPerOp()), fmt.Sprintf("%.2f", sp.Med/best)), gs.vals()...),
-			fmt.Sprintf("%.2f", gs.Med/genBest), fmt.Sprintf("%.2f", bound(th)))...)
+			fmt.Sprintf("%.2f", gs.Med/genBest), bound(th))...)
 		s.addSpread(float64(th), spread{Med: sp.Med / 1e6, Min: sp.Min / 1e6, Max: sp.Max / 1e6, N: sp.N})
 		g.addSpread(float64(th), spread{Med: gs.Med / 4e6, Min: gs.Min / 4e6, Max: gs.Max / 4e6, N: gs.N})
-		e.logf("  %4d threads: %s ops/s, %.2f of the best (load generator alone: %.2f of its best; bound %.2f)", th, sp, sp.Med/best, gs.Med/genBest, bound(th))
+		b := bound(th)
+		if b == "" {
+			b = "none with GOMAXPROCS > 1"
+		}
+		e.logf("  %4d threads: %s ops/s, %.2f of the best (load generator alone: %.2f of its best; bound %s)", th, sp, sp.Med/best, gs.Med/genBest, b)
 	}
 	png := e.png("ycsbthreads")
 	if err := linePlot(png, "go-ycsb read-only, uniform, Jakiro at defaults (median, min–max)", "go-ycsb threads", "Mops", []series{s, g}, true); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
@@ -24,29 +25,29 @@ var (
 var profileFile, traceFile *os.File
 
 func startProfile(c *cli.Context) error {
-	if path := c.String(cpuProfileFlag.Name); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("cpuprofile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return fmt.Errorf("cpuprofile: %w", err)
-		}
-		profileFile = f
+	var err error
+	if profileFile, err = startTo(c.String(cpuProfileFlag.Name), "cpuprofile", pprof.StartCPUProfile); err != nil {
+		return err
 	}
-	if path := c.String(traceFlag.Name); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("trace: %w", err)
-		}
-		if err := trace.Start(f); err != nil {
-			f.Close()
-			return fmt.Errorf("trace: %w", err)
-		}
-		traceFile = f
+	traceFile, err = startTo(c.String(traceFlag.Name), "trace", trace.Start)
+	return err
+}
+
+// startTo creates path (if set) and starts writing to it; nil if unset.
+func startTo(path, what string, start func(io.Writer) error) (*os.File, error) {
+	if path == "" {
+		return nil, nil
 	}
-	return nil
+	f, err := os.Create(path)
+	if err == nil {
+		if err = start(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return f, nil
 }
 
 func stopProfile(*cli.Context) error {
