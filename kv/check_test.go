@@ -53,7 +53,7 @@ func (p *Partition) check() error {
 				}
 				r := p.at(off)
 				h, klen, _, _ := header(r)
-				if r[0] != markLive {
+				if r[0]&markLive == 0 {
 					return fmt.Errorf("slot %d/%d points at item at %d marked %d", c, i, off, r[0])
 				}
 				key := r[h : h+klen]
@@ -101,7 +101,7 @@ func (p *Partition) check() error {
 		if klen == 0 || klen > MaxKeyLen || vlen > p.maxValue {
 			return fmt.Errorf("garbage item at %d: klen %d vlen %d", off, klen, vlen)
 		}
-		switch r[0] {
+		switch r[0] &^ (markFlags | markVersion) {
 		case markLive:
 			items++
 			bytes += size

@@ -84,8 +84,8 @@ const (
 	// chains rare.
 	slotsPerItem = 2
 	// Largest item header: mark, key length, 5-byte uvarint value length,
-	// expiry.
-	maxHeader = 1 + 1 + 5 + 4
+	// flags, version, expiry.
+	maxHeader = 1 + 1 + 5 + 4 + 8 + 4
 	// Offsets keep 48 bits; a log capacity under 2^46 leaves the sweep room
 	// to clear dead slots before they could alias.
 	maxLogCap = 1 << 46

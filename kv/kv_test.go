@@ -264,8 +264,8 @@ func TestOverwrite(t *testing.T) {
 			t.Fatalf("after put of %d bytes: got %d bytes, %v", n, len(v), ok)
 		}
 		st := p.Stats()
-		if st.Items != 1 || st.Bytes != itemSize(3, n, false) {
-			t.Fatalf("after put of %d bytes: %d items, %d bytes, want 1, %d", n, st.Items, st.Bytes, itemSize(3, n, false))
+		if st.Items != 1 || st.Bytes != itemSize(3, n, false, meta{}) {
+			t.Fatalf("after put of %d bytes: %d items, %d bytes, want 1, %d", n, st.Items, st.Bytes, itemSize(3, n, false, meta{}))
 		}
 		mustCheck(t, p)
 	}

@@ -7,24 +7,53 @@ import (
 
 // An item in the log:
 //
-//	[mark u8][keylen u8][uvarint vallen<<1 | ttl][expiry u32 LE, if ttl][key][value]
+//	[mark u8][keylen u8][uvarint vallen<<1 | ttl][flags u32 LE, if markFlags]
+//	[version u64 LE, if markVersion][expiry u32 LE, if ttl][key][value]
 //
-// A value under 64 bytes without a TTL has a 3-byte header. The mark byte
-// is markLive while the item is counted in Stats.Items and Stats.Bytes,
-// which lets the log head account for the items it overwrites without
-// touching the index, and markGone once it is not (deleted, expired,
-// moved, superseded).
+// A value under 64 bytes without a TTL, flags or explicit version has a
+// 3-byte header. The mark byte's markLive bit is set while the item is
+// counted in Stats.Items and Stats.Bytes, which lets the log head account
+// for the items it overwrites without touching the index, and cleared once
+// it is not (deleted, expired, moved, superseded); its other bits say which
+// optional fields the header has, so a gone item still parses.
+//
+// An item's version (memcached's cas unique) is its log offset plus one
+// unless it carries one: every write appends at a new, ever-increasing
+// offset, so a version changes with every write and never repeats, at no
+// cost in bytes. An item moved without being written (ApproxLRU, store-mode
+// cleaning, touch) carries the version it had.
 const (
-	markGone = 0
-	markLive = 1
+	markGone    = 0
+	markLive    = 1
+	markFlags   = 2
+	markVersion = 4
+	markGoneOf  = ^uint8(markLive) // r[0] &= markGoneOf marks an item gone
 )
+
+// meta is an item's optional header fields.
+type meta struct {
+	flags   uint32
+	version uint64 // 0: the item's offset + 1
+}
+
+// extLen is how many bytes the optional fields take.
+func (m meta) extLen() int {
+	n := 0
+	if m.flags != 0 {
+		n += 4
+	}
+	if m.version != 0 {
+		n += 8
+	}
+	return n
+}
 
 // prefetchAhead is how far ahead of the log head appendItem prefetches.
 const prefetchAhead = 512
 
 // itemSize is the log footprint of an item.
-func itemSize(klen, vlen int, ttl bool) uint64 {
-	n := uint64(2+klen+vlen) + uvarintLen(uint64(vlen)<<1)
+func itemSize(klen, vlen int, ttl bool, m meta) uint64 {
+	n := uint64(2+klen+vlen+m.extLen()) + uvarintLen(uint64(vlen)<<1)
 	if ttl {
 		n += 4
 	}
@@ -52,7 +81,25 @@ func header(r []byte) (h, klen, vlen int, ttl bool) {
 	if x&1 != 0 {
 		h += 4
 	}
+	h += int(r[0]&markFlags)<<1 + int(r[0]&markVersion)<<1
 	return h, int(r[1]), int(x >> 1), x&1 != 0
+}
+
+// metaOf reads the flags and version of the item at off, whose header
+// header(r) decoded as h and ttl.
+func metaOf(r []byte, h int, ttl bool, off uint64) (flags uint32, version uint64) {
+	if ttl {
+		h -= 4
+	}
+	version = off + 1
+	if r[0]&markVersion != 0 {
+		h -= 8
+		version = binary.LittleEndian.Uint64(r[h:])
+	}
+	if r[0]&markFlags != 0 {
+		flags = binary.LittleEndian.Uint32(r[h-4:])
+	}
+	return flags, version
 }
 
 // decodeLong decodes a value length of more than one byte.
@@ -67,6 +114,9 @@ func decodeLong(r []byte) (uint32, int) {
 	}
 	return x, 7 // not reached: lengths are below 2^31
 }
+
+// putExpiry rewrites the expiry of an item with a TTL and header length h.
+func putExpiry(r []byte, h int, exp uint32) { binary.LittleEndian.PutUint32(r[h-4:], exp) }
 
 // expiryOf reads the expiry of an item with a TTL and header length h.
 func expiryOf(r []byte, h int) uint32 { return binary.LittleEndian.Uint32(r[h-4:]) }
@@ -88,7 +138,7 @@ func (p *Partition) at(off uint64) []byte { return p.log[p.phys(off):] }
 func (p *Partition) dropItem(off uint64) {
 	r := p.at(off)
 	h, klen, vlen, _ := header(r)
-	r[0] = markGone
+	r[0] &= markGoneOf
 	p.st.Items--
 	p.st.Bytes -= uint64(h + klen + vlen)
 }
@@ -97,8 +147,8 @@ func (p *Partition) dropItem(off uint64) {
 // and returns its offset. In cache mode making room overwrites the oldest
 // items; in store mode it cleans the head, which the caller has made sure
 // can succeed (see put).
-func (p *Partition) appendItem(key, val []byte, ttl bool, exp uint32) uint64 {
-	size := itemSize(len(key), len(val), ttl)
+func (p *Partition) appendItem(key, val []byte, ttl bool, exp uint32, m meta) uint64 {
+	size := itemSize(len(key), len(val), ttl, m)
 	if p.mode == ModeCache {
 		for p.tail+size-p.head > p.cap {
 			p.evictHead()
@@ -115,6 +165,13 @@ func (p *Partition) appendItem(key, val []byte, ttl bool, exp uint32) uint64 {
 			p.cleanHead()
 		}
 	}
+	return p.writeAt(key, val, ttl, exp, m)
+}
+
+// writeAt writes a live item at the tail, where the caller made room, and
+// counts it.
+func (p *Partition) writeAt(key, val []byte, ttl bool, exp uint32, m meta) uint64 {
+	size := itemSize(len(key), len(val), ttl, m)
 	off := p.tail
 	r := p.log[p.tailPhys : p.tailPhys+size]
 	x := uint32(len(val)) << 1
@@ -129,6 +186,16 @@ func (p *Partition) appendItem(key, val []byte, ttl bool, exp uint32) uint64 {
 	} else {
 		h = 2 + binary.PutUvarint(r[2:], uint64(x))
 	}
+	if m.flags != 0 {
+		r[0] |= markFlags
+		binary.LittleEndian.PutUint32(r[h:], m.flags)
+		h += 4
+	}
+	if m.version != 0 {
+		r[0] |= markVersion
+		binary.LittleEndian.PutUint64(r[h:], m.version)
+		h += 8
+	}
 	if ttl {
 		binary.LittleEndian.PutUint32(r[h:h+4], exp)
 		h += 4
@@ -138,6 +205,7 @@ func (p *Partition) appendItem(key, val []byte, ttl bool, exp uint32) uint64 {
 	p.advanceTail(size)
 	p.st.Items++
 	p.st.Bytes += size
+	p.lastOff = off
 	return off
 }
 
@@ -163,7 +231,7 @@ func (p *Partition) evictHead() {
 	r := p.log[p.headPhys:]
 	h, klen, vlen, ttl := header(r)
 	size := uint64(h + klen + vlen)
-	if r[0] == markLive {
+	if r[0]&markLive != 0 {
 		p.st.Items--
 		p.st.Bytes -= size
 		if ttl && p.now() >= expiryOf(r, h) {
@@ -182,7 +250,7 @@ func (p *Partition) cleanHead() {
 	r := p.log[p.headPhys:]
 	h, klen, vlen, ttl := header(r)
 	size := uint64(h + klen + vlen)
-	if r[0] == markLive {
+	if r[0]&markLive != 0 {
 		key := r[h : h+klen]
 		hash := p.hashFn(key)
 		wi := p.slotOf(hash, p.head)
@@ -199,6 +267,21 @@ func (p *Partition) cleanHead() {
 			p.st.Items--
 			p.st.Bytes -= size
 			p.st.Expired++
+		case r[0]&markVersion == 0:
+			// The move would change the version (its offset): write it
+			// out, which takes 8 bytes more (maxRecord has room).
+			flags, ver := metaOf(r, h, ttl, p.head)
+			var exp uint32
+			if ttl {
+				exp = expiryOf(r, h)
+			}
+			p.st.Items--
+			p.st.Bytes -= size
+			// The source may not be overwritten by the copy: cleaning
+			// keeps a maximum item free past the tail, and the head item
+			// is not there.
+			off := p.writeAt(r[h:h+klen], r[h+klen:h+klen+vlen], ttl, exp, meta{flags, ver})
+			p.idx[wi] = tagOf(hash)<<tagShift | off&offMask
 		default:
 			off := p.tail
 			copy(p.log[p.tailPhys:p.tailPhys+size], r[:size])

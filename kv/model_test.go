@@ -166,7 +166,7 @@ func (r *modelRun) put(key, val []byte, ttl uint32) {
 		if r.p.mode != ModeStore {
 			r.fail("no memory in cache mode")
 		}
-		size := itemSize(len(key), len(val), ttl != 0)
+		size := itemSize(len(key), len(val), ttl != 0, meta{})
 		old := uint64(0)
 		if wi, off := r.p.find(r.hash(key), key); wi >= 0 {
 			h, klen, vlen, _ := header(r.p.at(off))

@@ -34,6 +34,9 @@ type Partition struct {
 	sweepNext   uint64 // tail at which to compact the next chain
 	sweepStride uint64
 	sweepCursor uint64
+	lastOff     uint64 // offset of the item written last (its Version - 1)
+	flushAt     uint32 // a delayed Flush's time on the clock, 0 = none
+	scratch     []byte // Append, Prepend and Touch build values here
 
 	// Items that lost their slot in cache mode but are still marked live
 	// and counted, settled pendingLen Puts later (see unslot and settle).
@@ -158,6 +161,9 @@ func (p *Partition) Get(hash uint64, key, dst []byte) (n int, st Status) {
 	if uint(len(key)-1) >= MaxKeyLen {
 		return 0, StatusBadKey
 	}
+	if p.flushAt != 0 {
+		p.flushDue()
+	}
 	p.st.Gets++
 	// find, written out: this is the hottest loop.
 	tag := tagOf(hash)
@@ -199,7 +205,8 @@ func (p *Partition) Get(hash uint64, key, dst []byte) (n int, st Status) {
 			v := h + klen
 			copy(dst, r[v:v+vlen])
 			if p.lru && window-age < p.lruWindow {
-				p.reappend(hash, int(b*bucketWords)+i, tail-age, key, dst[:vlen], ttl, exp)
+				flags, ver := metaOf(r, h, ttl, tail-age)
+				p.reappend(hash, int(b*bucketWords)+i, tail-age, key, dst[:vlen], ttl, exp, meta{flags, ver})
 			}
 			return vlen, StatusOK
 		}
@@ -212,9 +219,9 @@ func (p *Partition) Get(hash uint64, key, dst []byte) (n int, st Status) {
 // reappend (ApproxLRU) moves a hit item near the head to the tail. It
 // writes from the caller's key and the value just copied to dst, never
 // from the log, so the source cannot be overwritten while it is copied.
-func (p *Partition) reappend(hash uint64, wi int, off uint64, key, val []byte, ttl bool, exp uint32) {
+func (p *Partition) reappend(hash uint64, wi int, off uint64, key, val []byte, ttl bool, exp uint32, m meta) {
 	p.dropItem(off)
-	noff := p.appendItem(key, val, ttl, exp)
+	noff := p.appendItem(key, val, ttl, exp, m)
 	p.idx[wi] = tagOf(hash)<<tagShift | noff&offMask
 	if p.tail >= p.sweepNext {
 		p.sweep()
@@ -236,6 +243,9 @@ func (p *Partition) Put(hash uint64, key, value []byte, ttlSeconds uint32) Statu
 	if len(value) > p.maxValue {
 		return StatusTooLarge
 	}
+	if p.flushAt != 0 {
+		p.flushDue()
+	}
 	if p.npending == pendingLen {
 		p.settle() // before the scan: settling may change chains
 	}
@@ -243,7 +253,7 @@ func (p *Partition) Put(hash uint64, key, value []byte, ttlSeconds uint32) Statu
 	b := p.bucketOf(hash)
 	bk := p.bucket(b)
 	if p.mode != ModeCache || nextOf(bk) != 0 {
-		return p.put(hash, key, value, ttl, exp)
+		return p.put(hash, key, value, ttl, exp, meta{})
 	}
 
 	// The common case, written out: cache mode, a chain of one bucket, and
@@ -275,9 +285,9 @@ func (p *Partition) Put(hash uint64, key, value []byte, ttlSeconds uint32) Statu
 	case matches == 0 && free != 0:
 		wi += free
 	default:
-		return p.put(hash, key, value, ttl, exp)
+		return p.put(hash, key, value, ttl, exp, meta{})
 	}
-	off := p.appendItem(key, value, ttl, exp)
+	off := p.appendItem(key, value, ttl, exp, meta{})
 	p.idx[wi] = tag<<tagShift | off&offMask
 	p.st.Puts++
 	if p.tail >= p.sweepNext {
@@ -301,7 +311,7 @@ func (p *Partition) expiry(ttlSeconds uint32) (bool, uint32) {
 
 // put is Put's general case: store mode, overflow chains, several live
 // slots with key's tag, or a full bucket.
-func (p *Partition) put(hash uint64, key, value []byte, ttl bool, exp uint32) Status {
+func (p *Partition) put(hash uint64, key, value []byte, ttl bool, exp uint32, m meta) Status {
 	tag := tagOf(hash)
 
 	// One pass over the chain: the live slots with key's tag (the first
@@ -371,7 +381,7 @@ func (p *Partition) put(hash uint64, key, value []byte, ttl bool, exp uint32) St
 		}
 	}
 	if p.mode == ModeStore {
-		live := p.st.Bytes + itemSize(len(key), len(value), ttl)
+		live := p.st.Bytes + itemSize(len(key), len(value), ttl, m)
 		if found >= 0 {
 			h, klen, vlen, _ := header(p.at(candOff))
 			live -= uint64(h + klen + vlen)
@@ -394,7 +404,7 @@ func (p *Partition) put(hash uint64, key, value []byte, ttl bool, exp uint32) St
 	case target == victim:
 		p.unslot(victimOff, noItem)
 	}
-	off := p.appendItem(key, value, ttl, exp)
+	off := p.appendItem(key, value, ttl, exp, m)
 	p.idx[target] = tag<<tagShift | off&offMask
 	p.st.Puts++
 	if p.mode == ModeCache && p.tail >= p.sweepNext {
@@ -409,6 +419,9 @@ func (p *Partition) put(hash uint64, key, value []byte, ttl bool, exp uint32) St
 func (p *Partition) Delete(hash uint64, key []byte) Status {
 	if !validKey(key) {
 		return StatusBadKey
+	}
+	if p.flushAt != 0 {
+		p.flushDue()
 	}
 	// A pending item may be about to get its slot back (see settle):
 	// settle first, so that a deleted key cannot come back.
@@ -485,7 +498,7 @@ func (p *Partition) settle() {
 			}
 		}
 	}
-	r[0] = markGone
+	r[0] &= markGoneOf
 	p.st.Items--
 	p.st.Bytes -= uint64(h + klen + vlen)
 }

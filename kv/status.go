@@ -18,14 +18,25 @@ const (
 	StatusNoMemory
 	// StatusBadKey: the key is empty or longer than MaxKeyLen bytes.
 	StatusBadKey
+	// StatusNotStored: a conditional store's condition failed: Add of a
+	// key that exists; Replace, Append or Prepend of one that does not.
+	StatusNotStored
+	// StatusExists: a compare-and-swap found another version.
+	StatusExists
+	// StatusNotNumeric: Incr or Decr of a value that is not a decimal
+	// unsigned 64-bit number.
+	StatusNotNumeric
 )
 
 var statusNames = [...]string{
-	StatusOK:       "ok",
-	StatusNotFound: "not found",
-	StatusTooLarge: "too large",
-	StatusNoMemory: "out of memory",
-	StatusBadKey:   "bad key",
+	StatusOK:         "ok",
+	StatusNotFound:   "not found",
+	StatusTooLarge:   "too large",
+	StatusNoMemory:   "out of memory",
+	StatusBadKey:     "bad key",
+	StatusNotStored:  "not stored",
+	StatusExists:     "exists",
+	StatusNotNumeric: "non-numeric value",
 }
 
 // String returns a short lower-case description, e.g. "not found".
