@@ -1,0 +1,118 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/jakiro-kv/jakiro/kv"
+	"github.com/jakiro-kv/jakiro/rfp"
+)
+
+// Serving: a peer's ready requests, each run on the partition's store and
+// answered in its response slot.
+
+// serveFrom serves up to maxPerPass ready requests of c and keeps c in the
+// polled set if it had any.
+func (p *partition) serveFrom(c *peer, now int64) int {
+	if c.dead.Load() {
+		return 0
+	}
+	pp := &c.parts[p.id]
+	n := c.sess.PollBatch(p.id, now, p.reqs[:])
+	if n == 0 && pp.polled {
+		// A busy client's next request may be in the fabric still
+		// (tcp): take it on this thread.
+		if pp.empty++; pp.empty%pumpEvery == 1 && c.sess.Pump() {
+			n = c.sess.PollBatch(p.id, now, p.reqs[:])
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	pp.empty = 0
+	// Start every lookup's memory loads before doing any: the misses of a
+	// window of requests overlap instead of queueing.
+	for i := 0; i < n; i++ {
+		p.hashes[i] = kv.Hash(p.reqs[i].Key)
+		p.kv.Prefetch(p.hashes[i])
+	}
+	if n > 1 {
+		for i := 0; i < n; i++ {
+			p.kv.PrefetchItem(p.hashes[i])
+		}
+	}
+	for i := 0; i < n && !c.dead.Load(); i++ {
+		if p.reqs[i].Flags&rfp.FlagRang != 0 && p.marks < maxMarks {
+			p.marks++
+		}
+		p.serve(c, &p.reqs[i], p.hashes[i])
+	}
+	// The batch's replies go out together: one send on tcp.
+	if err := c.sess.FlushReplies(p.id); err != nil {
+		p.replyFailed(c, err)
+	}
+	pp.lastReq = now
+	if !pp.polled {
+		pp.polled = true
+		p.polled = append(p.polled, c)
+	}
+	return n
+}
+
+func statusOf(st kv.Status) rfp.Status {
+	switch st {
+	case kv.StatusOK:
+		return rfp.StatusOK
+	case kv.StatusNotFound:
+		return rfp.StatusNotFound
+	case kv.StatusTooLarge:
+		return rfp.StatusTooLarge
+	case kv.StatusNoMemory:
+		return rfp.StatusNoMemory
+	case kv.StatusBadKey:
+		return rfp.StatusBadKey
+	}
+	return rfp.StatusServerError
+}
+
+// serve runs one request and publishes its response.
+func (p *partition) serve(c *peer, r *rfp.Request, h uint64) {
+	sess := c.sess
+	val := sess.ResponseValue(p.id)
+	st, n := rfp.StatusBadRequest, 0
+	switch r.Op {
+	case rfp.OpGet, rfp.OpPut, rfp.OpDelete:
+		if len(r.Key) == 0 || len(r.Key) > kv.MaxKeyLen {
+			st = rfp.StatusBadKey
+			break
+		}
+		if p.srv.store.PartitionOf(h) != p.id {
+			break // the client wrote to a ring that does not own the key
+		}
+		switch r.Op {
+		case rfp.OpGet:
+			var kst kv.Status
+			n, kst = p.kv.Get(h, r.Key, val)
+			st = statusOf(kst)
+			if kst != kv.StatusOK {
+				n = 0
+			}
+		case rfp.OpPut:
+			st = statusOf(p.kv.Put(h, r.Key, r.Value, r.TTL))
+		case rfp.OpDelete:
+			st = statusOf(p.kv.Delete(h, r.Key))
+		}
+	case rfp.OpStats:
+		st, n = rfp.StatusOK, p.statsJSON(val)
+	}
+	p.served++
+	if err := sess.Respond(p.id, r.Flags&rfp.FlagReply != 0, st, n); err != nil {
+		p.replyFailed(c, err)
+	}
+}
+
+func (p *partition) replyFailed(c *peer, err error) {
+	p.errs++
+	if errors.Is(err, rfp.ErrReplyStalled) {
+		c.fail(err) // this partition must not wait on it again
+	}
+}
