@@ -16,6 +16,18 @@ var (
 	ErrServer     = errors.New("jakiro: server error")
 	ErrClosed     = errors.New("jakiro: client closed")
 
+	// ErrNotStored: a conditional store's condition failed: Add of a key
+	// that exists; Replace, Append or Prepend of one that does not.
+	ErrNotStored = errors.New("jakiro: not stored")
+	// ErrExists: CompareAndSwap found the item at another version.
+	ErrExists = errors.New("jakiro: item changed (version mismatch)")
+	// ErrNotNumeric: Incr or Decr of a value that is not a decimal
+	// unsigned 64-bit number.
+	ErrNotNumeric = errors.New("jakiro: value is not a decimal number")
+	// ErrBadResponse: an answer the protocol does not allow (a server of
+	// another version).
+	ErrBadResponse = errors.New("jakiro: malformed response")
+
 	// ErrUnavailable: the key's server cannot be reached now. The error
 	// names the server and wraps the cause (ErrConnLost, a dial error);
 	// the client reconnects in the background, and the other servers'
@@ -46,6 +58,12 @@ func statusErr(st rfp.Status) error {
 		return ErrBadKey
 	case rfp.StatusBadRequest:
 		return ErrBadRequest
+	case rfp.StatusNotStored:
+		return ErrNotStored
+	case rfp.StatusExists:
+		return ErrExists
+	case rfp.StatusNotNumeric:
+		return ErrNotNumeric
 	}
 	return fmt.Errorf("%w (status %d)", ErrServer, st)
 }

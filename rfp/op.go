@@ -8,6 +8,12 @@ const (
 	OpPut
 	OpDelete
 	OpStats // value of the response: the partition's stats as JSON
+	OpGets  // GET that returns the item's version and flags (commands.go)
+	OpGat   // OpGets that also sets a new TTL
+	OpTouch // sets a new TTL
+	OpStore // set/add/replace/append/prepend, with flags and cas
+	OpIncr  // incr/decr
+	OpFlush // drop every item of the partition, after TTL seconds
 	maxOp
 )
 
@@ -21,6 +27,18 @@ func (o Op) String() string {
 		return "DELETE"
 	case OpStats:
 		return "STATS"
+	case OpGets:
+		return "GETS"
+	case OpGat:
+		return "GAT"
+	case OpTouch:
+		return "TOUCH"
+	case OpStore:
+		return "STORE"
+	case OpIncr:
+		return "INCR"
+	case OpFlush:
+		return "FLUSH"
 	}
 	return "op?"
 }

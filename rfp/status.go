@@ -11,10 +11,14 @@ const (
 	StatusBadKey             // empty or over MaxKeyLen
 	StatusBadRequest         // malformed slot or unknown op
 	StatusServerError        // anything else
+	StatusNotStored          // a store's condition failed (add, replace, append, prepend)
+	StatusExists             // cas: the item has another version
+	StatusNotNumeric         // incr/decr of a value that is not a decimal number
 	maxStatus
 )
 
-var statusNames = [...]string{"ok", "not found", "value too large", "out of memory", "bad key", "bad request", "server error"}
+var statusNames = [...]string{"ok", "not found", "value too large", "out of memory", "bad key", "bad request", "server error",
+	"not stored", "exists", "non-numeric value"}
 
 func (s Status) String() string {
 	if s < maxStatus {

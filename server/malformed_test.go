@@ -119,6 +119,14 @@ func testMalformedSlots(t *testing.T, addr string) {
 	bad[len(bad)-1] ^= 0xff // checksum wrong
 	check("bad checksum", bad, rfp.StatusBadRequest, 5*time.Second)
 	check("empty key", request(seq, rfp.OpGet, nil, nil), rfp.StatusBadKey, 5*time.Second)
+	// The memcached commands' extras (rfp/commands.go) are checked too.
+	check("store without extras", request(seq, rfp.OpStore, missing, []byte("short")), rfp.StatusBadRequest, 5*time.Second)
+	badMode := make([]byte, rfp.StoreExtraLen)
+	badMode[0] = 200
+	check("store of mode 200", request(seq, rfp.OpStore, missing, badMode), rfp.StatusBadRequest, 5*time.Second)
+	check("incr with short extras", request(seq, rfp.OpIncr, missing, []byte{0, 0, 1}), rfp.StatusBadRequest, 5*time.Second)
+	check("gets with a value", request(seq, rfp.OpGets, missing, []byte("x")), rfp.StatusBadRequest, 5*time.Second)
+	check("touch of a missing key", request(seq, rfp.OpTouch, missing, nil), rfp.StatusNotFound, 5*time.Second)
 	check("valid get after all that", request(seq, rfp.OpGet, missing, nil), rfp.StatusNotFound, 5*time.Second)
 
 	// A stranger that does not speak the protocol is refused; the server

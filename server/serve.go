@@ -70,6 +70,12 @@ func statusOf(st kv.Status) rfp.Status {
 		return rfp.StatusNoMemory
 	case kv.StatusBadKey:
 		return rfp.StatusBadKey
+	case kv.StatusNotStored:
+		return rfp.StatusNotStored
+	case kv.StatusExists:
+		return rfp.StatusExists
+	case kv.StatusNotNumeric:
+		return rfp.StatusNotNumeric
 	}
 	return rfp.StatusServerError
 }
@@ -80,7 +86,7 @@ func (p *partition) serve(c *peer, r *rfp.Request, h uint64) {
 	val := sess.ResponseValue(p.id)
 	st, n := rfp.StatusBadRequest, 0
 	switch r.Op {
-	case rfp.OpGet, rfp.OpPut, rfp.OpDelete:
+	case rfp.OpGet, rfp.OpPut, rfp.OpDelete, rfp.OpGets, rfp.OpGat, rfp.OpTouch, rfp.OpStore, rfp.OpIncr:
 		if len(r.Key) == 0 || len(r.Key) > kv.MaxKeyLen {
 			st = rfp.StatusBadKey
 			break
@@ -100,9 +106,14 @@ func (p *partition) serve(c *peer, r *rfp.Request, h uint64) {
 			st = statusOf(p.kv.Put(h, r.Key, r.Value, r.TTL))
 		case rfp.OpDelete:
 			st = statusOf(p.kv.Delete(h, r.Key))
+		default:
+			st, n = p.command(r, h, val)
 		}
 	case rfp.OpStats:
 		st, n = rfp.StatusOK, p.statsJSON(val)
+	case rfp.OpFlush:
+		p.kv.Flush(r.TTL)
+		st = rfp.StatusOK
 	}
 	p.served++
 	if err := sess.Respond(p.id, r.Flags&rfp.FlagReply != 0, st, n); err != nil {
