@@ -3,6 +3,7 @@ package kv
 import (
 	"math"
 	"strconv"
+	"unsafe"
 )
 
 // The memcached commands beyond Get, Put and Delete. Each is a single-key
@@ -308,12 +309,12 @@ func (p *Partition) flushDue() {
 
 // flushNow empties the partition: the head jumps to the tail (the log
 // holds nothing) and the index and spare buckets start afresh, so no dead
-// slot is left to outlive a sweep. Clearing the index costs a memclr of
-// its size: a rare, deliberate operation.
+// slot is left to outlive a sweep. The index's pages go back to the
+// kernel (zero), so a flush neither commits nor walks an index never used.
 func (p *Partition) flushNow() {
 	p.flushAt = 0
 	p.npending, p.ppending = 0, 0
-	clear(p.idx)
+	zero(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(p.idx))), len(p.idx)*8))
 	p.spareNext, p.spareFree = p.main, 0
 	p.advanceHead(p.tail - p.head)
 	p.st.Items, p.st.Bytes = 0, 0

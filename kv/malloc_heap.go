@@ -19,3 +19,6 @@ func allocRegion(n int) (mem []byte, free func() error, err error) {
 	mem = unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n)
 	return mem, func() error { return nil }, nil
 }
+
+// zero clears b, a part of a region.
+func zero(b []byte) { clear(b) }

@@ -43,3 +43,22 @@ func allocRegion(n int) (mem []byte, free func() error, err error) {
 	}
 	return mem, func() error { return unix.Munmap(m) }, nil
 }
+
+// zero clears b, a part of a region: whole pages are handed back to the
+// kernel (MADV_DONTNEED: they read as zeros and cost nothing until touched
+// again), so clearing a large index neither takes long nor commits it.
+func zero(b []byte) {
+	page := uintptr(unix.Getpagesize())
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := (start + page - 1) &^ (page - 1)
+	hi := (start + uintptr(len(b))) &^ (page - 1)
+	if hi <= lo {
+		clear(b)
+		return
+	}
+	clear(b[:lo-start])
+	clear(b[hi-start:])
+	if err := unix.Madvise(b[lo-start:hi-start], unix.MADV_DONTNEED); err != nil {
+		clear(b[lo-start : hi-start])
+	}
+}

@@ -4,6 +4,8 @@
 //	jakiro put KEY VALUE --ttl 60     # flags go before or after the arguments
 //	jakiro get KEY                    # exit 1 if not found, 2 on other errors
 //	jakiro del KEY
+//	jakiro add|replace|append|prepend|cas|gets|incr|decr|touch|gat|flush ...
+//	                                  # exit 3 not stored, 4 exists, 5 not a number
 //	jakiro stats                      # a table; --json for scripts
 //	jakiro --version
 //
@@ -60,6 +62,7 @@ func newApp() *cli.App {
 		delCommand(),
 		statsCommand(),
 	}
+	cmds = append(cmds, commandCommands()...)
 	for _, c := range cmds {
 		c.OnUsageError = usageError
 		c.HideHelpCommand = true

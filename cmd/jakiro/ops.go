@@ -114,7 +114,7 @@ func getCommand() *cli.Command {
 func putCommand() *cli.Command {
 	return &cli.Command{
 		Name: "put", Usage: "store a value (from the argument, or stdin when omitted)", ArgsUsage: "KEY [VALUE]",
-		Flags: append(clientFlags(), &cli.UintFlag{Name: "ttl", Usage: "expire after this many seconds (0: never)"}),
+		Flags: storeFlags(),
 		Action: clientAction(1, 2, "KEY [VALUE] (a VALUE starting with \"-\" goes after \"--\")", func(c *cli.Context, ctx context.Context, cl *client.Client) error {
 			var val []byte
 			if c.NArg() == 2 {
@@ -126,7 +126,15 @@ func putCommand() *cli.Command {
 				}
 				val = b
 			}
-			if err := cl.Put(ctx, []byte(c.Args().First()), val, uint32(c.Uint("ttl"))); err != nil {
+			key, ttl := []byte(c.Args().First()), uint32(c.Uint("ttl"))
+			if flags := uint32(c.Uint("flags")); flags != 0 {
+				_, err := cl.Set(ctx, key, val, ttl, flags)
+				if err != nil {
+					return opErr(err)
+				}
+				return nil
+			}
+			if err := cl.Put(ctx, key, val, ttl); err != nil {
 				return opErr(err)
 			}
 			return nil
