@@ -61,6 +61,7 @@ type partition struct {
 	sweeping  bool // a sweep is under way
 	sweepLeft int  // peers it has still to look at
 	sweepAt   int  // next index into all
+	inbox     inbox // the memcached door's commands (door.go)
 	reqs      [maxPerPass]rfp.Request
 	hashes    [maxPerPass]uint64
 
@@ -159,10 +160,13 @@ func (p *partition) run() {
 			}
 		}
 		var work int
+		if p.inbox.n.Load() != 0 {
+			work = p.serveDoor()
+		}
 		if bells {
-			work = p.bellPass(now)
+			work += p.bellPass(now)
 		} else {
-			work = p.scan(p.all, now)
+			work += p.scan(p.all, now)
 		}
 		if work > 0 {
 			lastWork, idlePasses = now, 0
@@ -211,6 +215,11 @@ func (p *partition) run() {
 			c.sess.Unpump() // a ring must reach the bell while we sleep
 		}
 		p.seen.Store(asleep)
+		if p.inbox.n.Load() != 0 { // the door queued before it saw asleep
+			p.wake()
+			pass = -1
+			continue
+		}
 		rang := p.checkBell(time.Duration(houseAt + asleepHousekeep - now))
 		p.wake()
 		pass = -1

@@ -45,4 +45,3 @@ func TestCommandEdgeCases(t *testing.T) {
 	time.Sleep(2100 * time.Millisecond)
 	run(exitNotFound, "get", "k")
 }
-

@@ -22,6 +22,7 @@ import (
 	"github.com/jakiro-kv/jakiro/internal/fdlimit"
 	"github.com/jakiro-kv/jakiro/rfp"
 	"github.com/jakiro-kv/jakiro/server"
+	"github.com/jakiro-kv/jakiro/server/memcache"
 )
 
 func sizeFlag(name, value, usage string) *cli.StringFlag {
@@ -76,6 +77,7 @@ func serverCommand() *cli.Command {
 			&cli.StringFlag{Name: "auth-token", Usage: "token every client must present (clients: JAKIRO_AUTH_TOKEN); required to listen beyond loopback", EnvVars: []string{rfp.AuthTokenEnv}},
 			&cli.StringFlag{Name: "auth-token-file", Usage: "read --auth-token from this file (keeps it out of ps and the environment)", EnvVars: []string{"JAKIRO_AUTH_TOKEN_FILE"}},
 			&cli.BoolFlag{Name: "insecure", Usage: "serve a non-loopback address without --auth-token (every host that can reach it must be trusted)", EnvVars: []string{"JAKIRO_INSECURE"}},
+			&cli.StringFlag{Name: "memcached", Usage: "also serve the memcached protocol (ascii and binary) on this TCP address, e.g. 127.0.0.1:11211, on the same partitions and memory (off by default); beyond loopback it needs --auth-token (binary SASL PLAIN) or --insecure", EnvVars: []string{"JAKIRO_MEMCACHED"}},
 			&cli.DurationFlag{Name: "send-timeout", Value: fabric.DefaultSendTimeout, Usage: "disconnect a client that takes none of the server's bytes this long (tcp)", EnvVars: []string{"JAKIRO_SEND_TIMEOUT"}},
 		},
 		Action: runServer,
@@ -184,7 +186,20 @@ func runServer(c *cli.Context) error {
 	idx, lg, _ := cfg.MemorySplit()
 	logger.Printf("jakiro: serving on %s (%d partitions, %s memory: index %s for %s items, log %s; at most %d clients)", srv.Addr(), srv.Partitions(),
 		c.String("memory"), server.FormatSize(idx), c.String("item-size"), server.FormatSize(lg), cfg.MaxClients)
+	var door *memcache.Door
+	if addr := c.String("memcached"); addr != "" {
+		door, err = memcache.Listen(memcache.Config{Addr: addr, AuthToken: token, Insecure: c.Bool("insecure"), Logf: cfg.Logf}, srv.Door())
+		if err != nil {
+			srv.Close()
+			return cli.Exit(err, exitError)
+		}
+		go door.Serve(ctx)
+		logger.Printf("jakiro: memcached protocol on %s", door.Addr())
+	}
 	err = srv.Serve(ctx)
+	if door != nil {
+		door.Close() // its connections end before the partitions stop
+	}
 	srv.Close()
 	logger.Printf("jakiro: stopped")
 	if err != nil {

@@ -1,0 +1,91 @@
+package server
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jakiro-kv/jakiro/server/memcache"
+)
+
+// The memcached door (package memcache) runs its commands on the same
+// partitions as the RFP clients, through each partition's inbox: a
+// connection hands a partition all its commands of a round in one Batch;
+// the partition's goroutine takes the inbox whole once per pass, runs the
+// commands (so EREW holds: only it touches its store) and tells the
+// connection. A partition asleep on its bell is rung.
+
+// inbox is a partition's queue of door batches.
+type inbox struct {
+	n    atomic.Int32 // batches queued: the pass's one check
+	mu   sync.Mutex
+	q    []*memcache.Batch
+	took []*memcache.Batch // the partition's: swapped with q
+}
+
+// Door returns the memcache.Backend of this server.
+func (s *Server) Door() memcache.Backend { return doorBackend{s} }
+
+type doorBackend struct{ s *Server }
+
+func (b doorBackend) Partitions() int                       { return len(b.s.parts) }
+func (b doorBackend) PartitionOf(hash uint64) int           { return b.s.store.PartitionOf(hash) }
+func (b doorBackend) Stopped() <-chan struct{}              { return b.s.stop }
+func (b doorBackend) Now() uint32                           { return b.s.store.Now() }
+func (b doorBackend) MaxValue() int                         { return b.s.cfg.MaxValue }
+func (b doorBackend) Enqueue(p int, x *memcache.Batch) bool { return b.s.parts[p].enqueue(x) }
+
+// Stats sums the partitions' latest snapshots under memcached's names.
+func (b doorBackend) Stats() []memcache.Stat {
+	var items, bytes, limit, evictions, expired uint64
+	for _, st := range b.s.Stats() {
+		items += st.KV.Items
+		bytes += st.KV.Bytes
+		limit += st.KV.Capacity
+		evictions += st.KV.Evictions
+		expired += st.KV.Expired
+	}
+	u := func(v uint64) string { return fmt.Sprint(v) }
+	return []memcache.Stat{{Name: "curr_items", Value: u(items)}, {Name: "bytes", Value: u(bytes)},
+		{Name: "limit_maxbytes", Value: u(limit)}, {Name: "evictions", Value: u(evictions)},
+		{Name: "expired_unfetched", Value: u(expired)}, {Name: "rfp_clients", Value: fmt.Sprint(b.s.Clients())}}
+}
+
+// enqueue queues x for the partition and rings its bell if it sleeps. The
+// partition sets seen to asleep before its last look at the inbox, and
+// this reads seen after adding to n: one of the two sees the other.
+func (p *partition) enqueue(x *memcache.Batch) bool {
+	select {
+	case <-p.srv.stop:
+		return false
+	default:
+	}
+	p.inbox.mu.Lock()
+	p.inbox.q = append(p.inbox.q, x)
+	p.inbox.mu.Unlock()
+	p.inbox.n.Add(1)
+	if p.seen.Load() == asleep {
+		p.srv.ln.RingBell(p.id)
+	}
+	return true
+}
+
+// serveDoor runs the batches in the inbox and returns the commands run.
+func (p *partition) serveDoor() int {
+	in := &p.inbox
+	in.mu.Lock()
+	in.q, in.took = in.took[:0], in.q
+	in.n.Store(0)
+	in.mu.Unlock()
+	work := 0
+	for i, x := range in.took {
+		for _, c := range x.Cmds {
+			c.Exec(p.kv)
+		}
+		work += len(x.Cmds)
+		in.took[i] = nil
+		x.Group.Done()
+	}
+	p.served += uint64(work)
+	return work
+}

@@ -1,0 +1,263 @@
+package memcache
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"os"
+	"time"
+
+	"github.com/jakiro-kv/jakiro/kv"
+)
+
+// A connection works in rounds: it reads every request already buffered
+// (pipelined, up to maxRoundCmds commands; at least one, waiting for it),
+// hands each partition the commands of its keys in one Batch, waits for
+// them all, then writes the answers in request order and flushes once.
+// Commands of one partition run in request order, so a connection sees its
+// own writes; commands of different partitions touch different keys.
+type conn struct {
+	d  *Door
+	nc net.Conn
+	r  *bufio.Reader
+	w  *bufio.Writer
+
+	pool  []*Cmd // reused between rounds; the round's are pool[:used]
+	used  int
+	reqs  []request
+	parts [][]*Cmd
+	bs    []Batch
+	g     *Group
+	toks  [][]byte // ascii tokenizer's output, reused
+
+	authed bool // binary SASL done, or no token needed
+	quit   bool // close after this round's answers
+	// counters of this round, added to the door's after it
+	gets, sets, touches, hits, misses, flushes uint64
+}
+
+// request is one parsed request and how to answer it once its commands ran.
+type request struct {
+	binary  bool
+	kind    reqKind
+	first   int // its commands: pool[first:first+n]
+	n       int
+	noreply bool
+	withCAS bool   // ascii gets/gats
+	msg     string // local answers (errors, version)
+
+	// binary
+	opcode byte
+	opaque uint32
+}
+
+type reqKind uint8
+
+const (
+	kindLocal   reqKind = iota // msg, nothing to run
+	kindGet                    // get/gets/gat/gats (ascii: many keys)
+	kindStore                  // set/add/replace/append/prepend/cas
+	kindDelete                 // delete
+	kindIncr                   // incr/decr
+	kindTouch                  // touch
+	kindFlush                  // flush_all: one command per partition
+	kindStats                  // stats
+	kindNoop                   // binary noop / version / verbosity / sasl: msg as body
+	kindQuit                   // binary quit: answer, then close
+)
+
+// errClose ends a connection after the round's answers (bad input whose
+// rest cannot be skipped, quit).
+var errClose = errors.New("close")
+
+func newConn(d *Door, nc net.Conn) *conn {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	return &conn{d: d, nc: nc, r: bufio.NewReaderSize(nc, bufSize), w: bufio.NewWriterSize(nc, bufSize),
+		parts: make([][]*Cmd, d.be.Partitions()), bs: make([]Batch, d.be.Partitions()), g: newGroup(),
+		authed: d.cfg.AuthToken == ""}
+}
+
+func (c *conn) serve() {
+	for !c.quit {
+		if err := c.round(); err != nil {
+			return
+		}
+	}
+}
+
+// cmd takes the next free Cmd of the pool, its results cleared.
+func (c *conn) cmd() *Cmd {
+	if c.used == len(c.pool) {
+		c.pool = append(c.pool, &Cmd{Out: make([]byte, 512)})
+	}
+	m := c.pool[c.used]
+	c.used++
+	out, buf := m.Out, m.buf
+	*m = Cmd{Out: out, buf: buf}
+	return m
+}
+
+// keyed fills a command's key, hash and partition.
+func (c *conn) keyed(m *Cmd, key []byte) {
+	m.SetKey(key)
+	m.Hash = kv.Hash(m.Key)
+	m.Part = c.d.be.PartitionOf(m.Hash)
+}
+
+// round reads, runs and answers one round of requests.
+func (c *conn) round() error {
+	c.used, c.reqs = 0, c.reqs[:0]
+	// Idle: wait for a first byte without a deadline (memcached clients
+	// keep connections open; Close ends the wait). Then the rest of the
+	// round must come within ReadTimeout.
+	if c.r.Buffered() == 0 {
+		c.nc.SetReadDeadline(time.Time{})
+		if _, err := c.r.Peek(1); err != nil {
+			return err
+		}
+	}
+	c.nc.SetReadDeadline(time.Now().Add(c.d.cfg.ReadTimeout))
+	var perr error
+	for {
+		b, err := c.r.Peek(1)
+		if err != nil {
+			perr = err
+			break
+		}
+		if b[0] == binaryReq {
+			perr = c.parseBinary()
+		} else {
+			perr = c.parseASCII()
+		}
+		if perr != nil || c.quit || c.r.Buffered() == 0 || c.used >= maxRoundCmds {
+			break
+		}
+	}
+	if len(c.reqs) == 0 {
+		return perr
+	}
+	if err := c.run(); err != nil {
+		return err
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.d.cfg.WriteTimeout))
+	for i := range c.reqs {
+		if c.reqs[i].binary {
+			c.answerBinary(&c.reqs[i])
+		} else {
+			c.answerASCII(&c.reqs[i])
+		}
+	}
+	c.count()
+	if err := c.w.Flush(); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.d.slowClients.Add(1)
+		}
+		return err
+	}
+	if perr != nil {
+		if !errors.Is(perr, errClose) {
+			return perr
+		}
+		return errClose
+	}
+	return nil
+}
+
+// run hands the round's commands to their partitions and waits for them.
+func (c *conn) run() error {
+	if c.used == 0 {
+		return nil
+	}
+	for _, m := range c.pool[:c.used] {
+		c.parts[m.Part] = append(c.parts[m.Part], m)
+	}
+	n := int32(0)
+	for p := range c.parts {
+		if len(c.parts[p]) > 0 {
+			n++
+		}
+	}
+	c.g.left.Store(n)
+	var err error
+	for p := range c.parts {
+		if len(c.parts[p]) == 0 {
+			continue
+		}
+		c.bs[p] = Batch{Cmds: c.parts[p], Group: c.g}
+		if !c.d.be.Enqueue(p, &c.bs[p]) {
+			err = errClose // stopping: the enqueued ones may still run
+			c.g.Done()
+		}
+	}
+	t := time.NewTimer(c.d.cfg.RunTimeout)
+	defer t.Stop()
+	select {
+	case <-c.g.done:
+	case <-c.d.be.Stopped():
+		return errClose
+	case <-t.C:
+		c.d.timeout.Add(1)
+		return errClose // the batches may still run: this Group is not reused
+	}
+	for p := range c.parts {
+		clear(c.parts[p])
+		c.parts[p] = c.parts[p][:0]
+		c.bs[p] = Batch{}
+	}
+	return err
+}
+
+func (c *conn) count() {
+	d := c.d
+	if c.gets != 0 {
+		d.cmdGet.Add(c.gets)
+		d.getHits.Add(c.hits)
+		d.getMisses.Add(c.misses)
+	}
+	if c.sets != 0 {
+		d.cmdSet.Add(c.sets)
+	}
+	if c.touches != 0 {
+		d.cmdTouch.Add(c.touches)
+	}
+	if c.flushes != 0 {
+		d.cmdFlush.Add(c.flushes)
+	}
+	c.gets, c.sets, c.touches, c.hits, c.misses, c.flushes = 0, 0, 0, 0, 0, 0
+}
+
+// flushCmds adds one OpFlush per partition.
+func (c *conn) flushCmds(delay uint32) (first, n int) {
+	first = c.used
+	for p := range c.d.be.Partitions() {
+		m := c.cmd()
+		m.Op, m.TTL, m.Part = OpFlush, delay, p
+	}
+	c.flushes++
+	return first, c.used - first
+}
+
+// ttl converts a memcached exptime: 0 none, negative already expired, up
+// to 30 days relative seconds, beyond that an absolute Unix time.
+func (c *conn) ttl(exptime int64) (ttl uint32, expired bool) {
+	switch {
+	case exptime == 0:
+		return 0, false
+	case exptime < 0:
+		return 0, true
+	case exptime > 30*24*3600:
+		now := int64(c.d.be.Now())
+		if exptime <= now {
+			return 0, true
+		}
+		exptime -= now
+	}
+	if exptime > 1<<32-1 {
+		exptime = 1<<32 - 1
+	}
+	return uint32(exptime), false
+}
+
+func pid() int { return os.Getpid() }

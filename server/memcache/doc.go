@@ -1,0 +1,38 @@
+// Package memcache is Jakiro's memcached door: a listener that speaks
+// memcached's ascii and binary protocols over TCP, so that any language's
+// memcached client and every memcached tool can use a Jakiro server, while
+// Go clients keep the RFP fast path. Both reach the same partitions and
+// memory: a value written by one is read by the other.
+//
+// # Contract
+//
+//   - EREW holds: a connection never touches the store. It parses a round
+//     of pipelined requests, turns each into single-key commands (Cmd; a
+//     multi-key get into one per key, flush_all into one per partition),
+//     hands each partition its commands in one Batch through the Backend,
+//     and the partition's goroutine runs them (Cmd.Exec) and signals the
+//     connection's Group. Answers go out in request order, in one write.
+//   - One goroutine per connection on Go's netpoller: no thread per
+//     connection.
+//   - Every wait is bounded: a round's bytes after its first must arrive
+//     within ReadTimeout, its answers must be taken within WriteTimeout (a
+//     client that does not read is disconnected), the partitions must
+//     answer within RunTimeout. An idle connection waits without a
+//     deadline until Close, as memcached's clients expect.
+//   - Bad input never harms anyone else: a line over MaxLine, a length that
+//     does not parse or exceeds what can be skipped, a data block without
+//     its "\r\n", a binary header whose lengths do not add up: the
+//     connection gets an error and is closed. What memcached answers with
+//     an error and goes on (unknown commands, a value over the store's
+//     maximum, bad numbers), the door answers the same way.
+//   - Authentication: with Config.AuthToken, binary SASL PLAIN with the
+//     token as password is required before any other command, and ascii is
+//     refused; without it, a non-loopback address is refused unless
+//     Config.Insecure (protected mode, as the RFP listener).
+//   - Semantics are memcached 1.6's: exptimes over 30 days are absolute
+//     Unix times and negative ones expire at once, incr wraps at 2^64 and
+//     decr stops at 0, cas uniques are the items' versions (kv.Meta).
+//
+// memccapable (libmemcached-tools) passes whole against it; `make test`
+// runs it (scripts/memcapable.sh).
+package memcache
