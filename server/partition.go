@@ -58,9 +58,9 @@ type partition struct {
 	ringDebt    uint64
 	marks       uint64
 
-	sweeping  bool // a sweep is under way
-	sweepLeft int  // peers it has still to look at
-	sweepAt   int  // next index into all
+	sweeping  bool  // a sweep is under way
+	sweepLeft int   // peers it has still to look at
+	sweepAt   int   // next index into all
 	inbox     inbox // the memcached door's commands (door.go)
 	reqs      [maxPerPass]rfp.Request
 	hashes    [maxPerPass]uint64

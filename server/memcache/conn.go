@@ -54,16 +54,16 @@ type request struct {
 type reqKind uint8
 
 const (
-	kindLocal   reqKind = iota // msg, nothing to run
-	kindGet                    // get/gets/gat/gats (ascii: many keys)
-	kindStore                  // set/add/replace/append/prepend/cas
-	kindDelete                 // delete
-	kindIncr                   // incr/decr
-	kindTouch                  // touch
-	kindFlush                  // flush_all: one command per partition
-	kindStats                  // stats
-	kindNoop                   // binary noop / version / verbosity / sasl: msg as body
-	kindQuit                   // binary quit: answer, then close
+	kindLocal  reqKind = iota // msg, nothing to run
+	kindGet                   // get/gets/gat/gats (ascii: many keys)
+	kindStore                 // set/add/replace/append/prepend/cas
+	kindDelete                // delete
+	kindIncr                  // incr/decr
+	kindTouch                 // touch
+	kindFlush                 // flush_all: one command per partition
+	kindStats                 // stats
+	kindNoop                  // binary noop / version / verbosity / sasl: msg as body
+	kindQuit                  // binary quit: answer, then close
 )
 
 // errClose ends a connection after the round's answers (bad input whose
