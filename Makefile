@@ -7,7 +7,7 @@ GO ?= go
 # sequential on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build build-rdma test test-unit test-rdma lint fuzz stress demo figures bench bench-deps clean results-rdma
+.PHONY: all build build-rdma test test-unit test-rdma lint fuzz stress memcapable demo figures bench bench-deps clean results-rdma
 
 all: build
 
@@ -28,7 +28,7 @@ build-rdma:
 
 ## test: formatting, vet, every unit/e2e/conformance test with -race, then
 ## the verbs provider and the RFP end-to-end tests on soft-RoCE in a VM.
-test: lint test-unit fuzz stress test-rdma
+test: lint test-unit fuzz stress memcapable test-rdma
 
 # staticcheck at a fixed version, fetched through the module proxy.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -54,6 +54,14 @@ STRESSTIME ?= 5s
 stress: build
 	scripts/stress.sh shm --duration $(STRESSTIME) --mode all
 	scripts/stress.sh tcp --duration $(STRESSTIME) --mode all
+
+## memcapable: memcached's protocol conformance tests (memccapable, from
+## libmemcached-tools, installed here if missing) against `jakiro server
+## --memcached`, with 1 and 2 partitions; every test must pass.
+memcapable: build
+	command -v memccapable >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends libmemcached-tools; }
+	scripts/memcapable.sh 1
+	scripts/memcapable.sh 2
 
 # RDMA: verbs conformance suite, the RFP end-to-end tests over rdma:// (all
 # three modes) and a short benchmark, inside a VM with rxe0.

@@ -62,7 +62,6 @@ const (
 	kindTouch                 // touch
 	kindFlush                 // flush_all: one command per partition
 	kindStats                 // stats
-	kindNoop                  // binary noop / version / verbosity / sasl: msg as body
 	kindQuit                  // binary quit: answer, then close
 )
 
