@@ -1,0 +1,132 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jakiro-kv/jakiro/client"
+	"github.com/jakiro-kv/jakiro/server"
+	"github.com/jakiro-kv/jakiro/server/memcache"
+)
+
+// TestDoorSharesPartitions: the memcached door and RFP clients use the
+// same partitions and memory: each reads what the other wrote, versions
+// and flags included; a partition asleep on its bell is woken by the door;
+// the door's commands count in the partitions' stats.
+func TestDoorSharesPartitions(t *testing.T) {
+	for _, fab := range []string{"shm", "tcp"} {
+		t.Run(fab, func(t *testing.T) {
+			listen := "tcp://127.0.0.1:0"
+			if fab == "shm" {
+				listen = "shm://" + filepath.Join(t.TempDir(), "jakiro.sock")
+			}
+			srv, err := server.New(server.Config{Listen: listen, Partitions: 2, Memory: 64 << 20, MaxValue: 64 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			served := make(chan struct{})
+			go func() { defer close(served); srv.Serve(ctx) }()
+			door, err := memcache.Listen(memcache.Config{Addr: "127.0.0.1:0"}, srv.Door())
+			if err != nil {
+				t.Fatal(err)
+			}
+			doorDone := make(chan struct{})
+			go func() { defer close(doorDone); door.Serve(ctx) }()
+			t.Cleanup(func() { cancel(); door.Close(); <-doorDone; srv.Close(); <-served })
+
+			c, err := client.Dial(ctx, srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			nc, err := net.DialTimeout("tcp", door.Addr(), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			r := bufio.NewReader(nc)
+			ask := func(req string) string {
+				t.Helper()
+				nc.SetDeadline(time.Now().Add(5 * time.Second))
+				if _, err := nc.Write([]byte(req)); err != nil {
+					t.Fatal(err)
+				}
+				var b strings.Builder
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						t.Fatalf("%q: %v", req, err)
+					}
+					b.WriteString(line)
+					if line == "END\r\n" || line == "STORED\r\n" || line == "EXISTS\r\n" || !strings.HasPrefix(req, "get") {
+						return b.String()
+					}
+				}
+			}
+			// Let the partitions fall asleep on their bells first.
+			time.Sleep(50 * time.Millisecond)
+			if _, err := c.Set(ctx, []byte("from-rfp"), []byte("hello"), 0, 7); err != nil {
+				t.Fatal(err)
+			}
+			if got := ask("get from-rfp\r\n"); got != "VALUE from-rfp 7 5\r\nhello\r\nEND\r\n" {
+				t.Fatalf("door get of an RFP write: %q", got)
+			}
+			time.Sleep(50 * time.Millisecond)
+			if got := ask("set from-door 9 0 2\r\nhi\r\n"); got != "STORED\r\n" {
+				t.Fatal(got)
+			}
+			it, err := c.GetItem(ctx, []byte("from-door"))
+			if err != nil || string(it.Value) != "hi" || it.Flags != 9 {
+				t.Fatalf("RFP gets of a door write: %+v %v", it, err)
+			}
+			want := fmt.Sprintf("VALUE from-door 9 2 %d\r\nhi\r\nEND\r\n", it.Version)
+			if got := ask("gets from-door\r\n"); got != want {
+				t.Fatalf("door gets %q, want %q (the same version)", got, want)
+			}
+			if got := ask(fmt.Sprintf("cas from-door 0 0 1 %d\r\nx\r\n", it.Version)); got != "STORED\r\n" {
+				t.Fatalf("door cas with the RFP version: %q", got)
+			}
+			if _, err := c.CompareAndSwap(ctx, []byte("from-door"), []byte("y"), 0, 0, it.Version); err == nil {
+				t.Fatal("RFP cas with a version the door replaced succeeded")
+			}
+			// Counters from both sides, at once.
+			ask("set ctr 0 0 1\r\n0\r\n")
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 200 {
+					if _, err := c.Incr(ctx, []byte("ctr"), 1); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+			for range 200 {
+				ask("incr ctr 1\r\n")
+			}
+			wg.Wait()
+			if v, _ := c.Get(ctx, []byte("ctr")); string(v) != "400" {
+				t.Fatalf("counter %s after 200 + 200 increments", v)
+			}
+			var n uint64
+			for end := time.Now().Add(2 * time.Second); n < 400 && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				n = 0 // the partitions publish their stats every 100 ms and before they sleep
+				for _, p := range srv.Stats() {
+					n += p.Served
+				}
+			}
+			if n < 400 {
+				t.Fatalf("partitions served %d, want the door's commands counted too", n)
+			}
+		})
+	}
+}
