@@ -56,10 +56,11 @@ stress: build
 	scripts/stress.sh tcp --duration $(STRESSTIME) --mode all
 
 ## memcapable: memcached's protocol conformance tests (memccapable, from
-## libmemcached-tools, installed here if missing) against `jakiro server
-## --memcached`, with 1 and 2 partitions; every test must pass.
+## libmemcached-tools) against `jakiro server --memcached`, with 1 and 2
+## partitions, every test must pass; then cas races and counters from
+## several pymemcache clients. Installs both with apt-get if missing.
 memcapable: build
-	command -v memccapable >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends libmemcached-tools; }
+	{ command -v memccapable && /usr/bin/python3 -c 'import pymemcache'; } >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends libmemcached-tools python3-pymemcache; }
 	scripts/memcapable.sh 1
 	scripts/memcapable.sh 2
 

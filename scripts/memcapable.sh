@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs memccapable (libmemcached-tools: memcached's protocol conformance
 # tests, ascii and binary) against `jakiro server --memcached` and fails
-# unless every test passes. The Makefile installs memccapable.
+# unless every test passes; then pymemcache_race.py (cas races and counters
+# from several pymemcache clients). The Makefile installs both tools.
 #
 # usage: scripts/memcapable.sh [PARTITIONS]   (default 2)
 # Env: BIN (dir of jakiro, default bin).
@@ -9,6 +10,11 @@ set -eu
 BIN=${BIN:-bin}
 parts=${1:-2}
 command -v memccapable >/dev/null || { echo "memcapable.sh: memccapable not installed (make memcapable installs libmemcached-tools)" >&2; exit 2; }
+# Debian's python3-pymemcache is for the system's python3, which another
+# python3 earlier in PATH (pyenv) does not see.
+PY=${PYTHON:-python3}
+[ -x /usr/bin/python3 ] && PY=${PYTHON:-/usr/bin/python3}
+"$PY" -c 'import pymemcache' 2>/dev/null || { echo "memcapable.sh: pymemcache not installed (make memcapable installs python3-pymemcache)" >&2; exit 2; }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/jakiro-memcapable.XXXXXX")
 : >"$dir/server.log"
 # No token: the door then speaks ascii and needs no SASL, which memccapable
@@ -39,6 +45,9 @@ if [ "${rc:-0}" != 0 ] || [ "$failed" != 0 ] || ! echo "$out" | grep -q 'All tes
 	echo "memcapable: FAILED" >&2
 	exit 1
 fi
+# A client nobody here wrote, in another language: cas races and counters
+# from several connections (python3-pymemcache).
+"$PY" "$(dirname "$0")/pymemcache_race.py" "$addr"
 kill -TERM "$pid"
 for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || exit 0; sleep 0.1; done
 echo "memcapable: the server outlived SIGTERM by 2 s" >&2
