@@ -62,8 +62,11 @@ type partition struct {
 	sweepLeft int   // peers it has still to look at
 	sweepAt   int   // next index into all
 	inbox     inbox // the memcached door's commands (door.go)
-	reqs      [maxPerPass]rfp.Request
-	hashes    [maxPerPass]uint64
+	// token is 1 while a goroutine holds the store: the partition's, or
+	// while it sleeps with no RFP client, a door connection (door.go).
+	token  atomic.Int32
+	reqs   [maxPerPass]rfp.Request
+	hashes [maxPerPass]uint64
 
 	served, dozes, errs, sweeps, bells uint64
 	pubMu                              sync.Mutex     // guards pub
@@ -124,6 +127,7 @@ const (
 func (p *partition) run() {
 	defer p.srv.wg.Done()
 	defer p.stopped.Store(true)
+	p.takeBack() // the partition holds its store from the start (door.go)
 	s := p.srv
 	bells := s.ln.HasDoorbells() && !s.cfg.IdlePoll
 	spin := newSpin(int64(s.cfg.SpinIdle))
@@ -175,8 +179,10 @@ func (p *partition) run() {
 		if pass&controlMask != 0 {
 			continue
 		}
-		// An idle pass with a fresh clock.
-		if idle := now - lastWork; idle < spin.ns {
+		// An idle pass with a fresh clock. Without any RFP client there
+		// is nothing to spin for: only the memcached door brings work,
+		// and it finds the store lent while the partition sleeps.
+		if idle := now - lastWork; idle < spin.ns && len(p.all) > 0 {
 			// Keep looking, but past a short gap between one client's
 			// requests let whoever else needs this core run: the clients
 			// may share it.
@@ -220,7 +226,14 @@ func (p *partition) run() {
 			pass = -1
 			continue
 		}
+		lent := len(p.all) == 0
+		if lent {
+			p.lend() // door.go: a door connection may run its commands itself
+		}
 		rang := p.checkBell(time.Duration(houseAt + asleepHousekeep - now))
+		if lent {
+			p.takeBack()
+		}
 		p.wake()
 		pass = -1
 		woke := s.now()

@@ -190,6 +190,11 @@ func (c *conn) run() error {
 			c.g.Done()
 		}
 	}
+	select {
+	case <-c.g.done: // run already (a lent partition, door.go in package server)
+		return c.endRun(err)
+	default:
+	}
 	t := time.NewTimer(c.d.cfg.RunTimeout)
 	defer t.Stop()
 	select {
@@ -200,6 +205,10 @@ func (c *conn) run() error {
 		c.d.timeout.Add(1)
 		return errClose // the batches may still run: this Group is not reused
 	}
+	return c.endRun(err)
+}
+
+func (c *conn) endRun(err error) error {
 	for p := range c.parts {
 		clear(c.parts[p])
 		c.parts[p] = c.parts[p][:0]

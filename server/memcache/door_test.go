@@ -26,7 +26,7 @@ func TestASCIICommands(t *testing.T) {
 		t.Fatalf("gets: flags %d len %d cas %d: %v", flags, n, cas, err)
 	}
 	c.expect("abc\r\nEND\r\n")
-	c.send(fmt.Sprintf("gats 100 a\r\n"))
+	c.send("gats 100 a\r\n")
 	c.expect(fmt.Sprintf("VALUE a 42 3 %d\r\nabc\r\nEND\r\n", cas)) // touch keeps the cas
 	c.send("touch a 0\r\ntouch nobody 10\r\n")
 	c.expect("TOUCHED\r\nNOT_FOUND\r\n")
