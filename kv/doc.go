@@ -25,8 +25,9 @@
 //     overhang as long as the largest item, so every item is contiguous.
 //     Items are appended at a 64-bit, ever-increasing tail; the head is the
 //     oldest byte still intact. An item is
-//     [mark u8][keylen u8][uvarint vallen<<1|ttl][expiry u32, if ttl][key][value]:
-//     3 bytes of header for a value under 64 bytes without a TTL.
+//     [mark u8][keylen u8][uvarint vallen<<1|ttl][flags u32, version u64, if
+//     marked][expiry u32, if ttl][key][value]: 3 bytes of header for a value
+//     under 64 bytes without a TTL, client flags or a carried version.
 //
 // Memory is split between index and log by Config.AvgItemSize: about two
 // slots per expected item. With the defaults, 10 M items of 16-byte keys
@@ -70,6 +71,19 @@
 // rare case that it was another key with the same tag (about once in
 // 65536/load Puts of a new key), given a slot back. Until then that other
 // key misses, as if evicted for a moment. Delete and Stats settle first.
+//
+// # Commands and versions
+//
+// Beside Get, Put and Delete a partition runs memcached's commands
+// (commands.go): Store (set, add, replace, append, prepend, each with an
+// optional compare-and-swap), Incr, Touch, GetAndTouch, GetItem and Flush.
+// Each is one owner's single-key operation, so each is exact without
+// locks, and none allocates (Append, Prepend and Touch use a buffer of
+// MaxValue bytes the partition allocates once). Every item has a Meta:
+// 32 client flags and a 64-bit Version that changes with every write and
+// never repeats in the partition: the item's log offset plus one, stored
+// only when the item moves without a write (LRU, store-mode cleaning,
+// touch), so plain items pay no bytes for it.
 //
 // # Limits
 //

@@ -70,6 +70,11 @@
 //	request:  seq u32 | op u8 | flags u8 | klen u16 | vlen u32 | ttl u32 | key | value | sum u32
 //	response: seq u8 | status u4 + vlen u20 | value | sum u32
 //
+// The memcached commands (OpGets, OpGat, OpTouch, OpStore, OpIncr,
+// OpFlush) use the same slots: their arguments beyond key, value and TTL
+// lead the request's value and their results (version, flags, counter)
+// the response's (commands.go), so GET, PUT and DELETE are unchanged.
+//
 // The response header is the paper's 4 bytes (2 B header + 2 B length, here
 // packed with a 20-bit length so values reach 1 MiB-1); the 4-byte checksum
 // makes the RFS that covers a 32 B value 40 rather than the paper's 36.

@@ -34,6 +34,17 @@
 // sweep: an idle server uses no CPU. Fabrics without doorbells, and Config.IdlePoll,
 // poll every client every pass and doze in short nanosleeps instead.
 //
+// # The memcached door
+//
+// Server.Door is the memcache.Backend of package server/memcache: door
+// connections hand each partition their commands in batches through the
+// partition's inbox, which its goroutine runs once per pass; a sleeping
+// partition is rung. A partition with no RFP client sleeps without spinning
+// and lends its store (a token) to the door meanwhile: a connection that
+// takes the token runs its batch itself. Only the token's holder touches
+// the store, so access stays exclusive; the partition takes the token back
+// when it wakes and keeps it when it stops (door.go).
+//
 // # Clients that misbehave
 //
 // Clients come and go at any time: a client whose connection ends is

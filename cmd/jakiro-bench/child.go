@@ -15,6 +15,7 @@ import (
 
 	"github.com/jakiro-kv/jakiro/client"
 	"github.com/jakiro-kv/jakiro/server"
+	"github.com/jakiro-kv/jakiro/server/memcache"
 )
 
 // The Jakiro server under test runs in its own process: this binary
@@ -40,6 +41,9 @@ type serverOpts struct {
 	// Defaults runs the server as `jakiro server` does with no flags: its
 	// own partition count and the machine's GOMAXPROCS.
 	Defaults bool `json:"defaults"`
+	// Memcached also serves the memcached door (package server/memcache)
+	// on a free loopback port (serverProc.DoorAddr).
+	Memcached bool `json:"memcached"`
 }
 
 func (o serverOpts) withDefaults() serverOpts {
@@ -115,7 +119,18 @@ func serveChildIfRequested() {
 		io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
-	fmt.Println("READY", srv.Addr())
+	ready := srv.Addr()
+	if o.Memcached {
+		door, err := memcache.Listen(memcache.Config{Addr: "127.0.0.1:0"}, srv.Door())
+		if err != nil {
+			fmt.Println("ERROR", err)
+			os.Exit(1)
+		}
+		go door.Serve(ctx)
+		defer door.Close()
+		ready += " " + door.Addr()
+	}
+	fmt.Println("READY", ready)
 	err = srv.Serve(ctx)
 	srv.Close()
 	if err != nil && ctx.Err() == nil {
@@ -127,7 +142,8 @@ func serveChildIfRequested() {
 
 // serverProc is a running child server.
 type serverProc struct {
-	Addr  string
+	Addr     string
+	DoorAddr string // the memcached door's host:port (serverOpts.Memcached)
 	Opts  serverOpts
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
@@ -177,7 +193,7 @@ func startServer(o serverOpts) (*serverProc, error) {
 	select {
 	case line := <-ready:
 		if addr, ok := strings.CutPrefix(line, "READY "); ok {
-			p.Addr = addr
+			p.Addr, p.DoorAddr, _ = strings.Cut(addr, " ")
 			return p, nil
 		}
 		p.Stop()

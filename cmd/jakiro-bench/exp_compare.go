@@ -55,6 +55,10 @@ type system struct {
 	srv   serverOpts // jakiro only
 	mode  string     // jakiro only: the driver's mode (jakiro.mode); "" its default
 	tuned bool       // a hand-tuned jakiro configuration
+	// door: db is memcached, served by a jakiro server's memcached door
+	// (srv, with Memcached set); mcThreads: memcached's -t (default 1).
+	door      bool
+	mcThreads int
 }
 
 // compareSystems: Jakiro at `jakiro server`'s defaults, Jakiro with the
@@ -211,8 +215,17 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 	p.Merge(base)
 	p.Set("recordcount", fmt.Sprint(records))
 	stop := func() {}
-	switch s.db {
-	case "jakiro":
+	switch {
+	case s.door:
+		o := s.srv
+		o.Memcached = true
+		srv, err := startServer(o)
+		if err != nil {
+			return err
+		}
+		stop = srv.Stop
+		p.Set("memcached.addr", srv.DoorAddr)
+	case s.db == "jakiro":
 		srv, err := startServer(s.srv)
 		if err != nil {
 			return err
@@ -222,10 +235,10 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 		if s.mode != "" {
 			p.Set(ycsb.PropMode, s.mode)
 		}
-	case "basic":
+	case s.db == "basic":
 		p.Set("basicdb.verbose", "false")
 	default:
-		x, err := startExternal(s.db)
+		x, err := startExternalThreads(s.db, max(1, s.mcThreads))
 		if err != nil {
 			return err
 		}

@@ -29,6 +29,7 @@ var experiments = []experiment{
 	{"mixed", "Weibo-like sizes 1-899 B, mean 43 B: throughput and round trips per op (Fig. 10)", runMixed},
 	{"compare", "go-ycsb 95/5 zipfian at 4 and 64 threads: Jakiro at defaults and tuned vs Redis, memcached and a no-op database", runCompare},
 	{"comparetcp", "go-ycsb 95/5 zipfian at 1 and 4 threads over loopback tcp: Jakiro in each mode vs Redis, memcached and a no-op database", runCompareTCP},
+	{"door", "go-ycsb's memcached driver against jakiro server --memcached and memcached -t N (N = partitions), 1 and 2", runDoor},
 	{"ycsbthreads", "go-ycsb read-only at 8 to 1,024 threads against Jakiro at its defaults", runYCSBThreads},
 	{"servers", "one client over 1, 2 and 3 servers on loopback tcp (median of 3 interleaved rounds, min-max)", runServers},
 }

@@ -29,7 +29,10 @@ func freePort() (int, error) {
 
 // startExternal starts name ("redis" or "memcached") on 127.0.0.1 only,
 // with one server thread to match one Jakiro partition, no persistence.
-func startExternal(name string) (*extServer, error) {
+func startExternal(name string) (*extServer, error) { return startExternalThreads(name, 1) }
+
+// startExternalThreads is startExternal with memcached's -t threads.
+func startExternalThreads(name string, threads int) (*extServer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -49,7 +52,7 @@ func startExternal(name string) (*extServer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("memcached not installed (make bench-deps): %w", err)
 		}
-		args := []string{"-l", "127.0.0.1", "-p", p, "-U", "0", "-t", "1", "-m", "512"}
+		args := []string{"-l", "127.0.0.1", "-p", p, "-U", "0", "-t", strconv.Itoa(threads), "-m", "512"}
 		if os.Geteuid() == 0 {
 			args = append(args, "-u", "nobody") // memcached refuses to run as root
 		}

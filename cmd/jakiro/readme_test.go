@@ -39,6 +39,7 @@ import (
 var docNotRun = []struct{ prefix, why string }{
 	{"make demo", "builds bin/ in the repository and runs a benchmark for minutes; cmd/jakiro-bench tests its parts"},
 	{"make test", "is the suite this test runs in"},
+	{"bin/jakiro server --listen shm:///tmp/jakiro.sock --memcached", "serves a fixed TCP port (11211) other tests may hold; scripts/memcapable.sh runs the door on a free port in make test"},
 }
 
 // docShellTools are programs, besides bin/jakiro and bin/jakiro-bench,

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/jakiro-kv/jakiro/ycsb"
+)
+
+// doorPairs: the memcached door of a server of N partitions against
+// memcached -t N, under the same go-ycsb memcached driver at 4 load
+// threads per partition.
+var doorPairs = []struct{ partitions, threads int }{{1, 4}, {2, 8}}
+
+// runDoor: go-ycsb 95/5 zipfian through jakiro-bench's gomemcache driver
+// against `jakiro server --memcached` (no RFP client: the partitions lend
+// their stores to the door while they sleep, server/door.go) and against
+// memcached with as many threads as the server has partitions, in one
+// run, repetitions interleaved.
+func runDoor(e *env) error {
+	runDur := 2 * e.Duration
+	base, source := paperProps("paper-zipfian")
+	records := min(e.Keys, int(base.GetInt64("recordcount", 100000)))
+	type point struct {
+		ops  []float64
+		last *ycsb.Result
+	}
+	pts := map[string]*point{}
+	sys := func(parts int) [2]system {
+		return [2]system{
+			{name: fmt.Sprintf("jakiro-door-p%d", parts), db: "memcached", door: true, srv: serverOpts{Partitions: parts}},
+			{name: fmt.Sprintf("memcached-t%d", parts), db: "memcached", mcThreads: parts},
+		}
+	}
+	for rep := 0; rep < e.reps(); rep++ {
+		for _, pair := range doorPairs {
+			for _, s := range sys(pair.partitions) {
+				if pts[s.name] == nil {
+					pts[s.name] = &point{}
+				}
+				pt := pts[s.name]
+				if err := compareOne(e, s, base, records, []int{pair.threads}, runDur, rep, func(_ int, r *ycsb.Result) {
+					pt.ops = append(pt.ops, r.OpsPerSec())
+					pt.last = r
+				}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	t := &table{Name: "door", Cols: append(append([]string{"system", "partitions_or_threads", "load_threads", "reps"}, spreadCols("ops_per_sec")...),
+		"p50_us", "p99_us", "errors", "ops_vs_memcached", "p50_vs_memcached"),
+		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d), batch.size=1", records),
+			fmt.Sprintf("go-ycsb v1.0.1 core workload in this process through jakiro-bench's gomemcache driver (memcached ascii protocol) for both systems; run phase bounded to %v per point; each point the median of %d interleaved repetitions (min, max beside)", runDur, e.reps()),
+			"jakiro-door-pN: a jakiro server process (shm listener, no RFP client) with N partitions and its memcached door on 127.0.0.1",
+			"memcached-tN: memcached -t N -m 512 -U 0 on 127.0.0.1",
+			"latency columns: the last repetition's; *_vs_memcached: the door's median over memcached's at the same threads (p50: the last repetitions')"}}
+	for _, pair := range doorPairs {
+		ss := sys(pair.partitions)
+		door, mc := pts[ss[0].name], pts[ss[1].name]
+		for i, s := range ss {
+			pt := pts[s.name]
+			sp := spreadOf(pt.ops)
+			vsOps, vsP50 := "", ""
+			if i == 0 {
+				vsOps = fmt.Sprintf("%.2f", sp.Med/spreadOf(mc.ops).Med)
+				vsP50 = fmt.Sprintf("%.2f", float64(door.last.Total.ValueAtQuantile(50))/float64(mc.last.Total.ValueAtQuantile(50)))
+			}
+			t.add(append(append([]any{s.name, pair.partitions, pair.threads, sp.N}, sp.vals()...), float64(pt.last.Total.ValueAtQuantile(50))/1e3,
+				float64(pt.last.Total.ValueAtQuantile(99))/1e3, pt.last.Errors, vsOps, vsP50)...)
+		}
+		e.logf("  %d partitions/threads, %d load threads: door %.0f ops/s = %.2fx memcached", pair.partitions, pair.threads,
+			spreadOf(door.ops).Med, spreadOf(door.ops).Med/spreadOf(mc.ops).Med)
+	}
+	return e.done(t)
+}
