@@ -144,11 +144,11 @@ func serveChildIfRequested() {
 type serverProc struct {
 	Addr     string
 	DoorAddr string // the memcached door's host:port (serverOpts.Memcached)
-	Opts  serverOpts
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	done  chan struct{}
-	dir   string
+	Opts     serverOpts
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	done     chan struct{}
+	dir      string
 }
 
 // startServer starts a Jakiro server process. An empty Listen means shm in
