@@ -27,11 +27,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// startExternal starts name ("redis" or "memcached") on 127.0.0.1 only,
-// with one server thread to match one Jakiro partition, no persistence.
-func startExternal(name string) (*extServer, error) { return startExternalThreads(name, 1) }
-
-// startExternalThreads is startExternal with memcached's -t threads.
+// startExternalThreads starts name ("redis" or "memcached") on 127.0.0.1
+// only, no persistence; memcached with threads worker threads (one to
+// match one Jakiro partition).
 func startExternalThreads(name string, threads int) (*extServer, error) {
 	port, err := freePort()
 	if err != nil {
