@@ -231,10 +231,10 @@ func (p *partition) run() {
 			p.lend() // door.go: a door connection may run its commands itself
 		}
 		rang := p.checkBell(time.Duration(houseAt + asleepHousekeep - now))
+		p.wake() // first: door connections stop taking the token
 		if lent {
 			p.takeBack()
 		}
-		p.wake()
 		pass = -1
 		woke := s.now()
 		spin.slept(woke-now, rang)
