@@ -130,3 +130,90 @@ func TestDoorSharesPartitions(t *testing.T) {
 		})
 	}
 }
+
+// TestDoorUnderLoadAndClose: connections hammer the door of partitions
+// that lend their stores, an RFP client arrives meanwhile (the partitions
+// stop lending), then the server closes under them: nothing is lost
+// before, nothing crashes after, every connection ends.
+func TestDoorUnderLoadAndClose(t *testing.T) {
+	listen := "shm://" + filepath.Join(t.TempDir(), "jakiro.sock")
+	srv, err := server.New(server.Config{Listen: listen, Partitions: 2, Memory: 64 << 20, MaxValue: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan struct{})
+	go func() { defer close(served); srv.Serve(ctx) }()
+	door, err := memcache.Listen(memcache.Config{Addr: "127.0.0.1:0", RunTimeout: 2 * time.Second}, srv.Door())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doorDone := make(chan struct{})
+	go func() { defer close(doorDone); door.Serve(ctx) }()
+	var wg sync.WaitGroup
+	counts := make([]int, 4)
+	for i := range counts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc, err := net.DialTimeout("tcp", door.Addr(), 5*time.Second)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer nc.Close()
+			r := bufio.NewReader(nc)
+			for n := 0; ; n++ {
+				nc.SetDeadline(time.Now().Add(5 * time.Second))
+				if _, err := fmt.Fprintf(nc, "incr c%d 1\r\n", i); err != nil {
+					return
+				}
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return // the server closed
+				}
+				if line == "NOT_FOUND\r\n" {
+					fmt.Fprintf(nc, "set c%d 0 0 1\r\n0\r\n", i)
+					r.ReadString('\n')
+					continue
+				}
+				counts[i]++
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	c, err := client.Dial(ctx, srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		if err := c.Put(ctx, []byte(fmt.Sprint("rfp", i)), []byte("v"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	for i := range counts {
+		v, err := c.Get(ctx, []byte(fmt.Sprint("c", i)))
+		if err != nil || len(v) == 0 {
+			t.Fatalf("counter c%d from the RFP side: %q %v", i, v, err)
+		}
+	}
+	c.Close()
+	srv.Close() // under the door's connections
+	<-served
+	closed := make(chan struct{})
+	go func() { wg.Wait(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("door connections still running 10 s after the server closed")
+	}
+	door.Close()
+	<-doorDone
+	for i, n := range counts {
+		if n == 0 {
+			t.Errorf("connection %d got no increment through", i)
+		}
+	}
+}
