@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs every fuzz target (decoders of peer bytes, kv) for FUZZTIME each,
+# Runs every fuzz target (decoders of peer bytes: rfp slots and handshake,
+# the memcached door's ascii and binary parsers; kv) for FUZZTIME each,
 # starting from its seed corpus in testdata/fuzz. Fails on any failing
 # input, which go test writes to testdata/fuzz/<target>/.
 #
