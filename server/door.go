@@ -62,9 +62,12 @@ func (b doorBackend) Stats() []memcache.Stat {
 		{Name: "expired_unfetched", Value: u(expired)}, {Name: "rfp_clients", Value: fmt.Sprint(b.s.Clients())}}
 }
 
-// enqueue queues x for the partition and rings its bell if it sleeps. The
-// partition sets seen to asleep before its last look at the inbox, and
-// this reads seen after adding to n: one of the two sees the other.
+// enqueue runs x on a lent store (runLent) or queues it for the partition.
+// A queued batch is never stranded: whoever holds the token serves the
+// inbox before letting it go and looks again after (releaseLent); a
+// partition holding its token while it sleeps is rung. The partition sets
+// seen to asleep before its last look at the inbox, and this reads seen
+// after adding to n: one of the two sees the other.
 func (p *partition) enqueue(x *memcache.Batch) bool {
 	select {
 	case <-p.srv.stop:
@@ -78,8 +81,20 @@ func (p *partition) enqueue(x *memcache.Batch) bool {
 	p.inbox.q = append(p.inbox.q, x)
 	p.inbox.mu.Unlock()
 	p.inbox.n.Add(1)
-	if p.seen.Load() == asleep {
-		p.srv.ln.RingBell(p.id)
+	for p.seen.Load() == asleep {
+		switch p.token.Load() {
+		case tokenFree:
+			if p.token.CompareAndSwap(tokenFree, tokenDoor) {
+				p.serveDoor()
+				p.releaseLent()
+				return true
+			}
+		case tokenDoor:
+			return true // its holder serves the inbox before it lets go
+		default:
+			p.srv.ln.RingBell(p.id) // the partition holds it, asleep
+			return true
+		}
 	}
 	return true
 }
@@ -104,37 +119,49 @@ func (p *partition) serveDoor() int {
 	return work
 }
 
-// lendTries bounds how often a connection tries for a sleeping
-// partition's token (another connection holds it) before it queues.
-const lendTries = 64
+// Token holders (partition.token).
+const (
+	tokenFree      = 0
+	tokenPartition = 1
+	tokenDoor      = 2
+)
 
-// runLent runs x on the connection's goroutine if the partition sleeps
-// and lends its token.
+// runLent runs x on the connection's goroutine if the partition sleeps and
+// lends its token, with whatever other connections queued meanwhile.
 func (p *partition) runLent(x *memcache.Batch) bool {
-	for i := 0; i < lendTries && p.seen.Load() == asleep; i++ {
-		if !p.token.CompareAndSwap(0, 1) {
-			runtime.Gosched()
-			continue
-		}
-		n := 0
-		for _, c := range x.Cmds {
-			c.Exec(p.kv)
-		}
-		n += len(x.Cmds)
-		p.served += uint64(n)
-		p.token.Store(0)
-		x.Group.Done()
-		return true
+	if p.seen.Load() != asleep || !p.token.CompareAndSwap(tokenFree, tokenDoor) {
+		return false
 	}
-	return false
+	for _, c := range x.Cmds {
+		c.Exec(p.kv)
+	}
+	p.served += uint64(len(x.Cmds))
+	x.Group.Done()
+	if p.inbox.n.Load() != 0 {
+		p.serveDoor()
+	}
+	p.releaseLent()
+	return true
+}
+
+// releaseLent gives the token back, then takes it again to serve batches
+// queued while it was held, unless the partition woke (it serves them).
+func (p *partition) releaseLent() {
+	for {
+		p.token.Store(tokenFree)
+		if p.inbox.n.Load() == 0 || p.seen.Load() != asleep || !p.token.CompareAndSwap(tokenFree, tokenDoor) {
+			return
+		}
+		p.serveDoor()
+	}
 }
 
 // lend lets door connections take the store while the partition sleeps.
-func (p *partition) lend() { p.token.Store(0) }
+func (p *partition) lend() { p.token.Store(tokenFree) }
 
 // takeBack waits for a connection running a lent batch to finish.
 func (p *partition) takeBack() {
-	for !p.token.CompareAndSwap(0, 1) {
+	for !p.token.CompareAndSwap(tokenFree, tokenPartition) {
 		runtime.Gosched()
 	}
 }
