@@ -39,6 +39,7 @@ func backoff(n int) time.Duration {
 type server struct {
 	addr   string
 	cfg    config
+	g      *pollGroup // drives this server's connections
 	cur    atomic.Pointer[conn]
 	ctx    context.Context // canceled by close: ends the watcher and redial goroutines
 	cancel context.CancelFunc
@@ -53,7 +54,7 @@ type server struct {
 }
 
 func newServer(addr string, cfg config) *server {
-	s := &server{addr: addr, cfg: cfg}
+	s := &server{addr: addr, cfg: cfg, g: groupFor(nextGroup.Add(1), 0)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
@@ -61,7 +62,7 @@ func newServer(addr string, cfg config) *server {
 // connect dials once. On failure the server stays down; redialLater
 // keeps trying.
 func (s *server) connect(ctx context.Context) error {
-	cn, err := dial(ctx, s.addr, s.cfg)
+	cn, err := dial(ctx, s.addr, s.cfg, s.g)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -130,7 +131,7 @@ func (s *server) redial() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, redialBound)
-		cn, err := dial(ctx, s.addr, s.cfg)
+		cn, err := dial(ctx, s.addr, s.cfg, s.g)
 		cancel()
 		s.mu.Lock()
 		if s.closed {
