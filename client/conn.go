@@ -97,8 +97,7 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 	ecfg := cfg.engine
 	ecfg.Bells = ringer != nil
 	ecfg.QuietRingNS = rfp.QuietRingOf(addr)
-	_, softNIC := link.Conn.(fabric.Pumper)
-	ecfg.Mode = ecfg.Mode.Resolve(softNIC)
+	_, ecfg.SoftNIC = link.Conn.(fabric.Pumper)
 	eng, err := rfp.NewEngine(link.Local, link.Welcome, ecfg)
 	if err != nil {
 		link.Conn.Close()

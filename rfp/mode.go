@@ -12,22 +12,18 @@ const (
 	ModeReply
 	// ModeHybrid: fetch, and switch to replies while fetching does not pay.
 	ModeHybrid
-	// ModeAuto is what a client picks when not told (Resolve): RFP where
-	// the server's NIC serves READs without its CPU (shm, RDMA), hybrid
-	// where a READ costs that CPU a message, as a reply does (tcp).
+	// ModeAuto is what a client picks when not told: hybrid, starting
+	// with fetching where the server's NIC serves READs without its CPU
+	// (shm, RDMA) and with replies where a READ costs that CPU a message,
+	// as a reply does (tcp); it keeps whichever serves the connection
+	// faster (Hybrid).
 	ModeAuto
 )
 
-// Resolve is the mode a client runs: m, or for ModeAuto the one that
-// suits a fabric whose NIC is (softNIC) or is not a host thread.
-func (m Mode) Resolve(softNIC bool) Mode {
-	if m != ModeAuto {
-		return m
-	}
-	if softNIC {
-		return ModeHybrid
-	}
-	return ModeRFP
+// StartsReplying says whether a client in mode m begins by asking for
+// replies on a fabric whose NIC is (softNIC) or is not a host thread.
+func (m Mode) StartsReplying(softNIC bool) bool {
+	return m == ModeReply || m == ModeAuto && softNIC
 }
 
 func (m Mode) String() string {
@@ -69,18 +65,22 @@ type ReplyPolicy interface {
 	// OnFetch records one fetch READ that found the result ready or not.
 	OnFetch(ready bool)
 	// OnDone records one finished request: whether the server replied,
-	// and its latency from submission in nanoseconds.
-	OnDone(replied bool, ns int64)
+	// its latency from submission and the time now, in nanoseconds.
+	OnDone(replied bool, ns, now int64)
 }
 
 // Policy is mode m's reply policy; hybridR is Hybrid's not-ready streak
-// (0: default).
-func (m Mode) Policy(hybridR int) ReplyPolicy {
+// (0: default); startReply begins ModeAuto with replies.
+func (m Mode) Policy(hybridR int, startReply bool) ReplyPolicy {
 	switch m {
 	case ModeReply:
 		return alwaysReply{}
-	case ModeHybrid:
-		return NewHybrid(hybridR, 0)
+	case ModeHybrid, ModeAuto:
+		h := NewHybrid(hybridR, 0)
+		if m == ModeAuto && startReply {
+			h.StartReplying()
+		}
+		return h
 	}
 	return neverReply{}
 }
@@ -90,11 +90,11 @@ type neverReply struct{}
 
 func (neverReply) Reply() bool        { return false }
 func (neverReply) OnFetch(bool)       {}
-func (neverReply) OnDone(bool, int64) {}
+func (neverReply) OnDone(bool, int64, int64) {}
 
 // alwaysReply is ModeReply: the server WRITEs every result.
 type alwaysReply struct{}
 
 func (alwaysReply) Reply() bool        { return true }
 func (alwaysReply) OnFetch(bool)       {}
-func (alwaysReply) OnDone(bool, int64) {}
+func (alwaysReply) OnDone(bool, int64, int64) {}
