@@ -23,9 +23,11 @@ import (
 // Connections are spread over the groups when dialled; a Client's
 // connections (lanes) fall in different groups. Nothing on the
 // operation path is shared by the whole process: a caller touches its
-// connection's inbox and, when its connection was idle, its group.
+// connection's inbox and its group's count of queued calls and driver
+// flag (and its busy set, when its connection was idle).
 type pollGroup struct {
-	driving atomic.Bool // a waiter holds the driver role
+	driving atomic.Bool  // a waiter holds the driver role
+	queued  atomic.Int32 // calls in its connections' inboxes
 
 	mu       sync.Mutex
 	incoming []*conn // connections that became busy since the driver last looked
@@ -197,12 +199,8 @@ func (g *pollGroup) handOff(w *waiter) bool {
 	}
 	g.driving.Store(false)
 	// A caller that queued work while we held the role parked: take the
-	// role back if its work is there and nobody else took it.
-	g.mu.Lock()
-	more := len(g.incoming) > 0
-	g.mu.Unlock()
-	for _, cn := range g.active {
-		more = more || cn.inboxLen.Load() > 0
-	}
-	return !more || !g.driving.CompareAndSwap(false, true)
+	// role back if its work is there and nobody else took it. (Nothing of
+	// the driver's own state may be read past this point: a new driver may
+	// hold it.)
+	return g.queued.Load() == 0 || !g.driving.CompareAndSwap(false, true)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -35,6 +36,11 @@ type env struct {
 	ScaleParts []int
 	ScaleProcs int
 	ScaleLoads [][2]int
+	// compare, comparetcp: which systems, at which go-ycsb thread counts,
+	// and memcached's worker threads.
+	CompareSystems []string
+	YCSBThreads    []int
+	ExtThreads     int
 }
 
 func commonFlags() []cli.Flag {
@@ -51,6 +57,9 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "scale-partitions", Usage: "scale: server partition counts, e.g. 1,2,4,8 (default: half the cores, at most 8)"},
 		&cli.IntFlag{Name: "scale-procs", Usage: "scale: load processes N, and the one-process shape's GOMAXPROCS (default: half the cores, at most 8)"},
 		&cli.StringFlag{Name: "scale-loads", Value: "8x1,1x8", Usage: "scale: connections per load process x window, e.g. 8x1,1x8"},
+		&cli.StringFlag{Name: "compare-systems", Usage: "compare, comparetcp: only these systems (comma-separated names, e.g. jakiro-defaults,memcached,noop)"},
+		&cli.StringFlag{Name: "ycsb-threads", Usage: "compare, comparetcp: go-ycsb thread counts (default: the experiment's)"},
+		&cli.IntFlag{Name: "ext-threads", Value: 1, Usage: "compare, comparetcp: memcached worker threads (-t)"},
 		&cli.DurationFlag{Name: "quiet-wait", Value: 45 * time.Second, Usage: "before each experiment, wait up to this long for the machine to be 80% idle"},
 	}
 }
@@ -65,7 +74,16 @@ func newEnv(c *cli.Context) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--scale-loads: %w", err)
 	}
-	return &env{ScaleParts: parts, ScaleProcs: c.Int("scale-procs"), ScaleLoads: loads, Ctx: c.Context, Out: c.String("out"), Addr: c.String("addr"), Duration: c.Duration("duration"),
+	threads, err := parseInts(c.String("ycsb-threads"))
+	if err != nil {
+		return nil, fmt.Errorf("--ycsb-threads: %w", err)
+	}
+	var systems []string
+	if s := c.String("compare-systems"); s != "" {
+		systems = strings.Split(s, ",")
+	}
+	return &env{ScaleParts: parts, ScaleProcs: c.Int("scale-procs"), ScaleLoads: loads,
+		CompareSystems: systems, YCSBThreads: threads, ExtThreads: c.Int("ext-threads"), Ctx: c.Context, Out: c.String("out"), Addr: c.String("addr"), Duration: c.Duration("duration"),
 		Warmup: c.Duration("warmup"), Keys: c.Int("keys"), Partitions: c.Int("partitions"), Quick: c.Bool("quick"), Reps: max(1, c.Int("reps")),
 		QuietWait: c.Duration("quiet-wait"), M: getMachineInfo(), Log: os.Stdout}, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -94,7 +95,29 @@ func runCompare(e *env) error {
 		threads = []int{4}
 		systems = []system{compareSystems[0], compareSystems[1], compareSystems[len(compareSystems)-1]}
 	}
-	return compareRun(e, "compare", "jakiro: server process on the shm fabric", systems, threads)
+	return compareRun(e, "compare", "jakiro: server process on the shm fabric", e.pickSystems(systems), e.pickThreads(threads))
+}
+
+// pickSystems keeps the systems --compare-systems names (all if unset).
+func (e *env) pickSystems(all []system) []system {
+	if len(e.CompareSystems) == 0 {
+		return all
+	}
+	var out []system
+	for _, s := range all {
+		if slices.Contains(e.CompareSystems, s.name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// pickThreads is --ycsb-threads, else the experiment's own.
+func (e *env) pickThreads(def []int) []int {
+	if len(e.YCSBThreads) > 0 {
+		return e.YCSBThreads
+	}
+	return def
 }
 
 // runCompareTCP: the same over loopback tcp, every Jakiro client mode, at
@@ -105,7 +128,7 @@ func runCompareTCP(e *env) error {
 		threads = []int{1}
 		systems = []system{compareTCPSystems[0], compareTCPSystems[len(compareTCPSystems)-1]}
 	}
-	return compareRun(e, "compare_tcp", "jakiro: server process on tcp://127.0.0.1 at its defaults; jakiro-tcp-*: the driver's mode", systems, threads)
+	return compareRun(e, "compare_tcp", "jakiro: server process on tcp://127.0.0.1 at its defaults; jakiro-tcp-*: the driver's mode", e.pickSystems(systems), e.pickThreads(threads))
 }
 
 // compareRun runs one go-ycsb workload (95% GET / 5% PUT, zipfian, 16 B
@@ -138,9 +161,9 @@ func compareRun(e *env, name, jakiroNote string, systems []system, threads []int
 		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d), batch.size=1", records),
 			fmt.Sprintf("go-ycsb v1.0.1 core workload in this process; run phase bounded to %v per point; each point the median of %d interleaved repetitions (min, max beside)", runDur, e.reps()),
 			systems[0].name + ": " + systems[0].srv.withDefaults().String() + "; jakiro-* tuned: " + tunedSettings(systems),
-			jakiroNote + "; driver defaults otherwise (jakiro.mode=auto: rfp on shm, hybrid on tcp; jakiro.rfs=auto; jakiro.conns=auto: on shm a client per thread up to 4 threads per GOMAXPROCS of the load generator, else 2 clients per GOMAXPROCS shared, on tcp a client per 2 GOMAXPROCS)",
+			jakiroNote + "; driver defaults otherwise (jakiro.mode=auto: hybrid, starting by fetching on shm and with replies on tcp; jakiro.rfs=auto; jakiro.conns=auto: one client.Client shared by every thread)",
 			"redis: redis-server --save '' --appendonly no --io-threads 1 on 127.0.0.1 (go-ycsb's redis driver, its default hash datatype: HSET/HMGET)",
-			"memcached: memcached -t 1 -m 512 on 127.0.0.1 (jakiro-bench's gomemcache driver, compact records)",
+			fmt.Sprintf("memcached: memcached -t %d -m 512 on 127.0.0.1 (jakiro-bench's gomemcache driver, compact records)", max(1, e.ExtThreads)),
 			"noop: go-ycsb's basic database, silent: the load generator's own ceiling here",
 			"latency columns: the last repetition's; vs_* columns: ratios of medians (vs_best_tuned: the best jakiro-* tuned median at the same threads)"}}
 	var labels []string
@@ -225,7 +248,7 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 	case "basic":
 		p.Set("basicdb.verbose", "false")
 	default:
-		x, err := startExternal(s.db)
+		x, err := startExternal(s.db, e.ExtThreads)
 		if err != nil {
 			return err
 		}

@@ -28,8 +28,9 @@ func freePort() (int, error) {
 }
 
 // startExternal starts name ("redis" or "memcached") on 127.0.0.1 only,
-// with one server thread to match one Jakiro partition, no persistence.
-func startExternal(name string) (*extServer, error) {
+// no persistence; memcached with threads worker threads (at least one, to
+// match one Jakiro partition).
+func startExternal(name string, threads int) (*extServer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -49,7 +50,7 @@ func startExternal(name string) (*extServer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("memcached not installed (make bench-deps): %w", err)
 		}
-		args := []string{"-l", "127.0.0.1", "-p", p, "-U", "0", "-t", "1", "-m", "512"}
+		args := []string{"-l", "127.0.0.1", "-p", p, "-U", "0", "-t", strconv.Itoa(max(1, threads)), "-m", "512"}
 		if os.Geteuid() == 0 {
 			args = append(args, "-u", "nobody") // memcached refuses to run as root
 		}
