@@ -7,7 +7,7 @@ GO ?= go
 # sequential on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build build-rdma test test-unit test-rdma lint fuzz stress demo figures bench bench-deps clean results-rdma
+.PHONY: all build build-rdma static-bench test test-unit test-rdma lint fuzz stress demo figures bench bench-deps clean results-rdma
 
 all: build
 
@@ -19,6 +19,11 @@ LDFLAGS := -X github.com/jakiro-kv/jakiro/internal/version.commit=$(COMMIT)
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/jakiro ./cmd/jakiro
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/jakiro-bench ./cmd/jakiro-bench
+
+## static-bench: a static jakiro-bench (no cgo) for a bigger machine
+## where nothing can be fetched; see scripts/scale-bigger.sh.
+static-bench:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/static/jakiro-bench ./cmd/jakiro-bench
 
 ## build-rdma: binaries with the verbs provider (rdma://); needs rdma-core headers.
 build-rdma:

@@ -1,6 +1,9 @@
 package rfp
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Mode is how a client gets its results.
 type Mode uint8
@@ -16,7 +19,7 @@ const (
 	// with fetching where the server's NIC serves READs without its CPU
 	// (shm, RDMA) and with replies where a READ costs that CPU a message,
 	// as a reply does (tcp); it keeps whichever serves the connection
-	// faster (Hybrid).
+	// faster, by measured cost alone (Hybrid without its miss streak).
 	ModeAuto
 )
 
@@ -75,9 +78,13 @@ func (m Mode) Policy(hybridR int, startReply bool) ReplyPolicy {
 	switch m {
 	case ModeReply:
 		return alwaysReply{}
-	case ModeHybrid, ModeAuto:
+	case ModeHybrid:
+		return NewHybrid(hybridR, 0)
+	case ModeAuto:
+		// Auto goes by measured cost alone: no miss streak moves it.
 		h := NewHybrid(hybridR, 0)
-		if m == ModeAuto && startReply {
+		h.R = math.MaxInt
+		if startReply {
 			h.StartReplying()
 		}
 		return h
@@ -88,13 +95,13 @@ func (m Mode) Policy(hybridR int, startReply bool) ReplyPolicy {
 // neverReply is ModeRFP: every result is fetched.
 type neverReply struct{}
 
-func (neverReply) Reply() bool        { return false }
-func (neverReply) OnFetch(bool)       {}
+func (neverReply) Reply() bool               { return false }
+func (neverReply) OnFetch(bool)              {}
 func (neverReply) OnDone(bool, int64, int64) {}
 
 // alwaysReply is ModeReply: the server WRITEs every result.
 type alwaysReply struct{}
 
-func (alwaysReply) Reply() bool        { return true }
-func (alwaysReply) OnFetch(bool)       {}
+func (alwaysReply) Reply() bool               { return true }
+func (alwaysReply) OnFetch(bool)              {}
 func (alwaysReply) OnDone(bool, int64, int64) {}
