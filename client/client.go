@@ -29,7 +29,7 @@ type Client struct {
 // The program must link the fabric providers it uses, e.g. with
 // import _ "github.com/jakiro-kv/jakiro/fabric/providers".
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
-	refreshProcs() // a program sets GOMAXPROCS before it dials, if at all
+	pollGroups() // sized by GOMAXPROCS now: a program sets it before it dials, if at all
 	var cfg config
 	cfg.engine.FetchDelayNS = -1
 	cfg.engine.Mode = ModeAuto

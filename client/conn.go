@@ -27,7 +27,6 @@ type conn struct {
 	watcher  fabric.BellWatcher // nil when the fabric cannot see a blocked partition
 	eng      *rfp.Engine
 	layout   rfp.Layout
-	epoch    time.Time // the engine's clock counts from here
 	comps    []fabric.Completion
 	slotCall []*call // the call in each ring slot, nil if none (or its caller gave up)
 	closed   bool
@@ -42,12 +41,16 @@ type conn struct {
 	inbox    []*call // queued by callers, not yet taken by the driver
 	spare    []*call
 	inboxLen atomic.Int32
-	shut     bool // closed: no more calls
+	shut     atomic.Bool // closed: no more calls (set under inMu)
 
 	// The driver's: calls waiting for a free slot, per partition, in
-	// order.
-	fifo   []callQueue
-	queued int
+	// order; operations posted and not completed; when the engine next
+	// has work; the group's yield count it last told the engine of.
+	fifo     []callQueue
+	queued   int
+	posted   int
+	nextDue  int64
+	yieldsAt uint32
 }
 
 // callQueue is a FIFO of calls.
@@ -104,18 +107,24 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 		return nil, fmt.Errorf("jakiro: dial %s: %w", addr, err)
 	}
 	l := link.Welcome.Layout
-	return &conn{fc: link.Conn, ringer: ringer, watcher: watcher, eng: eng, layout: l, epoch: time.Now(), g: g,
+	return &conn{fc: link.Conn, ringer: ringer, watcher: watcher, eng: eng, layout: l, g: g,
 		comps: make([]fabric.Completion, pollBatch), slotCall: make([]*call, l.Partitions*l.Slots),
 		fifo: make([]callQueue, l.Partitions)}, nil
 }
 
 // now is the engine's clock.
-func (c *conn) now() int64 { return int64(time.Since(c.epoch)) }
+func (c *conn) now() int64 { return clock() }
+
+// epoch is where every engine's clock counts from: one clock for all, so a
+// driver reads it once per pass over its connections.
+var epoch = time.Now()
+
+func clock() int64 { return int64(time.Since(epoch)) }
 
 // close disconnects. Operations in flight fail with ErrClosed.
 func (c *conn) close() error {
 	c.inMu.Lock()
-	c.shut = true
+	c.shut.Store(true)
 	c.inMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -175,7 +184,7 @@ func (c *conn) partition(key []byte) int {
 // enqueue queues calls for the driver.
 func (c *conn) enqueue(calls ...*call) error {
 	c.inMu.Lock()
-	if c.shut {
+	if c.shut.Load() {
 		c.inMu.Unlock()
 		return ErrClosed
 	}
@@ -191,21 +200,29 @@ func (c *conn) enqueue(calls ...*call) error {
 // slots, then one step of the engine, answers to their callers (woken,
 // but the driver's own), and the requests that answers made room for
 // posted at once. It reports the callers woken, whether it rang a blocked
-// partition, and whether nothing is left in flight or queued.
-func (c *conn) step(driver *waiter) (woke int, rang, idle bool) {
+// partition, whether nothing is left in flight or queued, and whether the
+// connection has room its callers' next requests could take at once.
+func (c *conn) step(driver *waiter, now int64) (woke int, rang, idle, hungry bool) {
+	if c.posted == 0 && c.queued == 0 && now < c.nextDue && c.inboxLen.Load() == 0 && !c.shut.Load() {
+		return 0, false, false, false // nothing due: its answers are not fetched yet
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.takeInbox()
 	if c.closed {
-		return c.failLocked(ErrClosed, driver), false, true
+		return c.failLocked(ErrClosed, driver), false, true, false
 	}
-	err := c.submitLocked(driver)
+	if y := c.g.yields; y != c.yieldsAt {
+		c.yieldsAt = y
+		c.eng.Yielded()
+	}
+	err := c.submitLocked(driver, now)
 	if err == nil {
-		err = c.progressLocked()
+		err = c.progressLocked(now)
 	}
 	woke = c.deliverLocked(driver)
 	if err == nil && c.queued > 0 {
-		if err = c.submitLocked(driver); err == nil {
+		if err = c.submitLocked(driver, now); err == nil {
 			err = c.flushLocked()
 		}
 	}
@@ -213,7 +230,8 @@ func (c *conn) step(driver *waiter) (woke int, rang, idle bool) {
 		woke += c.failLocked(fmt.Errorf("jakiro: connection failed: %w", err), driver)
 	}
 	rang, c.wokeBell = c.wokeBell, false
-	return woke, rang, c.eng.Active() == 0 && c.queued == 0
+	c.nextDue = c.eng.Next()
+	return woke, rang, c.eng.Active() == 0 && c.queued == 0, c.queued == 0
 }
 
 // takeInbox moves the callers' new calls into the partitions' queues.
@@ -239,11 +257,10 @@ func (c *conn) takeInbox() {
 
 // submitLocked moves queued calls into every free ring slot, oldest
 // first.
-func (c *conn) submitLocked(driver *waiter) error {
+func (c *conn) submitLocked(driver *waiter, now int64) error {
 	if c.queued == 0 {
 		return nil
 	}
-	now := c.now()
 	for p := range c.fifo {
 		q := &c.fifo[p]
 		for q.len() > 0 && c.eng.Free(p) {
@@ -314,17 +331,10 @@ func (c *conn) handTo(w *waiter) bool {
 	return false
 }
 
-func (c *conn) yielded() {
-	c.mu.Lock()
-	c.eng.Yielded()
-	c.mu.Unlock()
-}
-
 // progressLocked is one step of the engine: whatever fell due, posts and
 // rings, then completions.
-func (c *conn) progressLocked() error {
+func (c *conn) progressLocked(now int64) error {
 	e := c.eng
-	now := c.now()
 	if now >= e.Next() {
 		e.Tick(now)
 	}
@@ -335,6 +345,7 @@ func (c *conn) progressLocked() error {
 	if err != nil {
 		return e.Fail(err)
 	}
+	c.posted -= n
 	for _, comp := range c.comps[:n] {
 		if err := e.Complete(now, comp); err != nil {
 			return err
@@ -351,6 +362,7 @@ func (c *conn) flushLocked() error {
 		if err := c.fc.Post(ops); err != nil {
 			return e.Fail(err)
 		}
+		c.posted += len(ops)
 		e.Posted()
 	}
 	if rings := e.Rings(); len(rings) > 0 {

@@ -2,7 +2,9 @@ package client
 
 import (
 	"context"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -30,15 +32,19 @@ type pollGroup struct {
 	queued  atomic.Int32 // calls in its connections' inboxes
 
 	mu       sync.Mutex
-	incoming []*conn // connections that became busy since the driver last looked
+	incoming []*conn      // connections that became busy since the driver last looked
+	nIn      atomic.Int32 // len(incoming), read without mu
 
-	active []*conn // the driver's: busy connections
+	// The driver's: busy connections, and how often drivers gave the
+	// core away (each connection tells its engine at its next step).
+	active []*conn
+	yields uint32
 	_      [64]byte
 }
 
-// groups are the process's poll groups: half the Ps at the first Dial,
-// at least one (the other half is left to the callers' own work, and on a
-// shared host to the server).
+// groups are the process's poll groups: $JAKIRO_POLL_GROUPS, else half
+// the Ps at the first Dial, at least one (the other half is left to the
+// callers' own work, and on a shared host to the server).
 var (
 	groupsOnce sync.Once
 	groups     []pollGroup
@@ -46,7 +52,13 @@ var (
 )
 
 func pollGroups() []pollGroup {
-	groupsOnce.Do(func() { groups = make([]pollGroup, max(1, runtime.GOMAXPROCS(0)/2)) })
+	groupsOnce.Do(func() {
+		n := max(1, runtime.GOMAXPROCS(0)/2)
+		if v, err := strconv.Atoi(os.Getenv("JAKIRO_POLL_GROUPS")); err == nil && v > 0 {
+			n = v
+		}
+		groups = make([]pollGroup, n)
+	})
 	return groups
 }
 
@@ -65,29 +77,22 @@ func (g *pollGroup) announce(cn *conn) {
 	}
 	g.mu.Lock()
 	g.incoming = append(g.incoming, cn)
+	g.nIn.Store(int32(len(g.incoming)))
 	g.mu.Unlock()
 }
 
 // How the driver gives its core away while it waits, in passes over its
 // connections (powers of two):
 const (
-	// gosched: to the process's other goroutines, when it woke none
-	// (after waking callers it yields at once, so they can send their
-	// next requests into this pass's Post).
-	goschedEvery = 16
+	// gosched: to the process's other goroutines (and to the callers it
+	// woke, if they did not need to run sooner).
+	goschedEvery = 8
 	// ctxEvery: look at the driver's context.
 	ctxEvery = 64
 	// osYieldEvery: sched_yield to other processes (the server may be one
 	// of them on a busy machine; Gosched yields only to goroutines).
 	osYieldEvery = 1024
 )
-
-// procs caches GOMAXPROCS at Dial (reading it takes the scheduler lock).
-var procs atomic.Int32
-
-func init() { refreshProcs() }
-
-func refreshProcs() { procs.Store(int32(runtime.GOMAXPROCS(0))) }
 
 // await returns once every call of w is done, driving the group while it
 // holds the role, or with ctx's error.
@@ -112,9 +117,9 @@ func (g *pollGroup) await(ctx context.Context, w *waiter) error {
 // drive runs the group, holding the role, until w's calls are done or
 // ctx ends.
 func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
-	var spins uint
+	var spins, unyielded uint
 	for {
-		woke, rang := g.pass(w)
+		woke, rang, hungry := g.pass(w)
 		if w.pending.Load() == 0 {
 			return nil
 		}
@@ -124,8 +129,13 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 			// kernel often runs a woken thread where its waker runs).
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		}
-		if woke > 0 && procs.Load() == 1 || spins%goschedEvery == 0 {
-			g.yielded()
+		unyielded += uint(woke)
+		// Callers woken run their next requests once the driver yields:
+		// at once where a ring has room with nothing queued for it, else
+		// after a few passes, so several wake-ups share one yield.
+		if unyielded > 0 && hungry || spins%goschedEvery == 0 {
+			g.yields++
+			unyielded = 0
 			runtime.Gosched()
 		}
 		if spins%osYieldEvery == 0 {
@@ -141,15 +151,17 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 
 // pass is one step of every busy connection: queued requests into free
 // slots, posts, completions, answers to their callers (woken, but w, the
-// driver). It reports how many callers it woke and whether it rang a
-// blocked partition.
-func (g *pollGroup) pass(w *waiter) (woke int, rang bool) {
+// driver). It reports how many callers it woke, whether it rang a blocked
+// partition, and whether a connection has room and nothing queued for it.
+func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry bool) {
 	g.takeIncoming()
+	now := clock()
 	for i := 0; i < len(g.active); {
 		cn := g.active[i]
-		n, bell, idle := cn.step(w)
+		n, bell, idle, room := cn.step(w, now)
 		woke += n
 		rang = rang || bell
+		hungry = hungry || room && n > 0
 		if idle && cn.retire() {
 			g.active[i] = g.active[len(g.active)-1]
 			g.active[len(g.active)-1] = nil
@@ -158,7 +170,7 @@ func (g *pollGroup) pass(w *waiter) (woke int, rang bool) {
 		}
 		i++
 	}
-	return woke, rang
+	return woke, rang, hungry
 }
 
 // release passes on the role w holds.
@@ -170,21 +182,15 @@ func (g *pollGroup) release(w *waiter) {
 	}
 }
 
-// yielded tells the engines in flight that their driver gave its core
-// away, so a retry's lateness is not taken for the server's.
-func (g *pollGroup) yielded() {
-	for _, cn := range g.active {
-		cn.yielded()
-	}
-}
-
 func (g *pollGroup) takeIncoming() {
-	g.mu.Lock()
-	if len(g.incoming) > 0 {
-		g.active = append(g.active, g.incoming...)
-		clear(g.incoming)
-		g.incoming = g.incoming[:0]
+	if g.nIn.Load() == 0 {
+		return
 	}
+	g.mu.Lock()
+	g.active = append(g.active, g.incoming...)
+	clear(g.incoming)
+	g.incoming = g.incoming[:0]
+	g.nIn.Store(0)
 	g.mu.Unlock()
 }
 

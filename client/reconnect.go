@@ -38,17 +38,17 @@ func backoff(n int) time.Duration {
 // down) and the background redial that replaces a lost one. Operations
 // read cur without a lock; everything else is under mu.
 type server struct {
-	addr   string
-	cfg    config
-	g      *pollGroup // drives this server's connections
+	addr string
+	cfg  config
+	g    *pollGroup // drives this server's connections
 	// laneSet: the server's other connections (lanes.go); nil in a lane.
 	laneSet    *laneSet
 	laneDialAt atomic.Int64 // a lane's: no dial before this time (ns)
 	everUp     atomic.Bool  // connected once: from then on redial keeps it up
-	cur    atomic.Pointer[conn]
-	ctx    context.Context // canceled by close: ends the watcher and redial goroutines
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cur        atomic.Pointer[conn]
+	ctx        context.Context // canceled by close: ends the watcher and redial goroutines
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
 
 	mu         sync.Mutex
 	closed     bool

@@ -51,13 +51,14 @@ func (c *call) finish(st rfp.Status, val []byte, err error, driver *waiter) bool
 	if !c.state.CompareAndSwap(callSent, callFinishing) && !c.state.CompareAndSwap(callQueued, callFinishing) {
 		return false // abandoned: its caller reads nothing of it, and owns val again
 	}
+	w := c.w // c is its caller's again once done
 	c.st, c.err = st, err
 	if err == nil {
 		c.val = append(c.val, val...)
 	}
 	c.state.Store(callDone)
-	if c.w.pending.Add(-1) == 0 && c.w != driver {
-		c.w.signal()
+	if w.pending.Add(-1) == 0 && w != driver {
+		w.signal() // w may be on to its next calls: a stale token only makes it look again
 		return true
 	}
 	return false

@@ -55,8 +55,12 @@ func (p *phase) ns() int64 {
 	return max(p.busy/int64(p.n-1), 1)
 }
 
-// probeLen is how many requests a probe sends the other way.
-const probeLen = 16
+// probeLen is how many requests a probe sends the other way, at least,
+// and probeNS how long it measures them, at least.
+const (
+	probeLen = 16
+	probeNS  = 500_000
+)
 
 // betterBy: a probed mode must be this much cheaper (in 1/8ths: 7/8 of
 // the current mode's cost) to take over, so noise does not flip modes.
@@ -111,7 +115,10 @@ func (h *Hybrid) OnDone(replied bool, _, now int64) {
 	h.phase.add(now)
 	mode := b2i(replied)
 	if h.probing {
-		if h.probeLeft--; h.probeLeft <= 0 {
+		// A probe measures at least probeLen requests over probeNS, so a
+		// burst that a quiet server answers at once is not taken for its
+		// steady rate.
+		if h.probeLeft--; h.probeLeft <= 0 && h.phase.busy >= probeNS {
 			h.probing = false
 			h.cost[mode] = h.phase.ns()
 			h.phase = phase{}

@@ -95,7 +95,7 @@ func TestHybridLearnsFasterMode(t *testing.T) {
 		t.Fatalf("%d of 10,000 requests replied; want nearly all", r)
 	}
 	h = NewHybrid(3, 256)
-	if r := c.run(h, 10_000, 2_000, 5_000); r > 200 {
+	if r := c.run(h, 10_000, 2_000, 5_000); r > 1_000 { // probes of at least probeNS
 		t.Fatalf("%d of 10,000 requests replied though fetching is faster", r)
 	}
 	if h.Reply() {

@@ -14,7 +14,8 @@
 #            W against 1..8 partitions, and the same load from one process
 #            at GOMAXPROCS N (own connections, one shared Client)
 #   compare  go-ycsb 95/5 zipfian at 16 and 64 threads against the server
-#            at its defaults, memcached -t 8 and go-ycsb's no-op database
+#            at its defaults, memcached -t 8 and go-ycsb's no-op database,
+#            go-ycsb at GOMAXPROCS = the machine's cores (its default)
 # memcached is optional: put it (and the libraries it needs) in the binary
 # directory, or on PATH; without it compare runs without that row.
 # Environment: REPS (default 3), DURATION (default 1s), PARTS (scale's
@@ -38,4 +39,4 @@ if command -v memcached >/dev/null && memcached -h >/dev/null 2>&1; then
 else
 	echo "memcached not found or not runnable here: compare runs without it"
 fi
-"$b" compare "${common[@]}" --compare-systems "$systems" --ycsb-threads 16,64 --ext-threads 8
+"$b" compare "${common[@]}" --client-procs "$(nproc)" --compare-systems "$systems" --ycsb-threads 16,64 --ext-threads 8

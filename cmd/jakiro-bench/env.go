@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/jakiro-kv/jakiro/client"
 )
 
 // env is what every experiment gets: where to write, how long each point
@@ -38,6 +40,7 @@ type env struct {
 	ScaleLoads [][2]int
 	// compare, comparetcp: which systems, at which go-ycsb thread counts,
 	// and memcached's worker threads.
+	ClientMode     client.Mode // callers, scale
 	CompareSystems []string
 	YCSBThreads    []int
 	ExtThreads     int
@@ -57,6 +60,7 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "scale-partitions", Usage: "scale: server partition counts, e.g. 1,2,4,8 (default: half the cores, at most 8)"},
 		&cli.IntFlag{Name: "scale-procs", Usage: "scale: load processes N, and the one-process shape's GOMAXPROCS (default: half the cores, at most 8)"},
 		&cli.StringFlag{Name: "scale-loads", Value: "8x1,1x8", Usage: "scale: connections per load process x window, e.g. 8x1,1x8"},
+		&cli.StringFlag{Name: "client-mode", Value: "auto", Usage: "callers, scale: the load's client mode (auto, rfp, reply, hybrid)"},
 		&cli.StringFlag{Name: "compare-systems", Usage: "compare, comparetcp: only these systems (comma-separated names, e.g. jakiro-defaults,memcached,noop)"},
 		&cli.StringFlag{Name: "ycsb-threads", Usage: "compare, comparetcp: go-ycsb thread counts (default: the experiment's)"},
 		&cli.IntFlag{Name: "ext-threads", Value: 1, Usage: "compare, comparetcp: memcached worker threads (-t)"},
@@ -78,12 +82,16 @@ func newEnv(c *cli.Context) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--ycsb-threads: %w", err)
 	}
+	mode, err := client.ParseMode(c.String("client-mode"))
+	if err != nil {
+		return nil, err
+	}
 	var systems []string
 	if s := c.String("compare-systems"); s != "" {
 		systems = strings.Split(s, ",")
 	}
 	return &env{ScaleParts: parts, ScaleProcs: c.Int("scale-procs"), ScaleLoads: loads,
-		CompareSystems: systems, YCSBThreads: threads, ExtThreads: c.Int("ext-threads"), Ctx: c.Context, Out: c.String("out"), Addr: c.String("addr"), Duration: c.Duration("duration"),
+		ClientMode: mode, CompareSystems: systems, YCSBThreads: threads, ExtThreads: c.Int("ext-threads"), Ctx: c.Context, Out: c.String("out"), Addr: c.String("addr"), Duration: c.Duration("duration"),
 		Warmup: c.Duration("warmup"), Keys: c.Int("keys"), Partitions: c.Int("partitions"), Quick: c.Bool("quick"), Reps: max(1, c.Int("reps")),
 		QuietWait: c.Duration("quiet-wait"), M: getMachineInfo(), Log: os.Stdout}, nil
 }

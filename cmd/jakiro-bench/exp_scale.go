@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jakiro-kv/jakiro/client"
 )
 
 // A shaped point runs its load in child processes, so each load process
@@ -127,7 +125,7 @@ func runCallers(e *env) error {
 	o := serverOpts{MaxClients: 4096}
 	t := &table{Name: "callers", Cols: append(append([]string{"shape", "callers", "window", "gomaxprocs"}, shapeCols...),
 		"vs_gomaxprocs1", "client_cpu_vs_batch8", "vs_64_callers"),
-		Settings: e.settings(o, "workload: 100% GET, uniform, 32 B values, mode auto (rfp on shm); one load process at GOMAXPROCS 1 or 2",
+		Settings: e.settings(o, "workload: 100% GET, uniform, 32 B values, client mode "+e.ClientMode.String()+"; one load process at GOMAXPROCS 1 or 2",
 			"shape: batch8 = one goroutine running batches of 8; own = each caller its own client.Client (connection); shared = every caller one client.Client",
 			"client_us_per_op: the load process's CPU (getrusage) over the measured time per operation; server_us_per_op: the server process's (/proc/PID/stat)",
 			fmt.Sprintf("each point: median of %d interleaved repetitions", e.reps()))}
@@ -137,7 +135,7 @@ func runCallers(e *env) error {
 		for rep := 0; rep < e.reps(); rep++ {
 			for _, g := range gmps {
 				for _, p := range points {
-					sh := shape{Procs: 1, MaxProcs: g, Spec: loadSpec{Addr: addr, Mode: client.ModeAuto, Clients: p.callers, Window: p.win,
+					sh := shape{Procs: 1, MaxProcs: g, Spec: loadSpec{Addr: addr, Mode: e.ClientMode, Clients: p.callers, Window: p.win,
 						GetRatio: 1, Sizes: sizeDist{Fixed: 32}, Shared: p.shared}}
 					r, err := e.runShape(sh, len(ks.keys), pid)
 					if err != nil {
@@ -206,7 +204,7 @@ func runScale(e *env) error {
 	}
 	ks := newKeySet(e.Keys, sizeDist{Fixed: 32})
 	t := &table{Name: "scale", Cols: append([]string{"partitions", "shape", "processes", "gomaxprocs", "callers_per_process", "window"}, shapeCols...),
-		Settings: e.settings(serverOpts{}, "workload: 95% GET, uniform, 32 B values, mode auto; shm",
+		Settings: e.settings(serverOpts{}, "workload: 95% GET, uniform, 32 B values, client mode "+e.ClientMode.String()+"; shm",
 			fmt.Sprintf("procs: %d load processes at GOMAXPROCS 1, each with C callers on connections of their own; one: the same %d x C callers in one process at GOMAXPROCS %d, own connections; one-shared: the same, one client.Client", n, n, n),
 			"client_us_per_op: every load process's CPU per operation; server_us_per_op: the server's",
 			fmt.Sprintf("each point: median of %d interleaved repetitions", e.reps()))}
@@ -228,7 +226,7 @@ func runScale(e *env) error {
 		err := e.serverProc(o, ks, func(addr string, pid int) error {
 			for rep := 0; rep < e.reps(); rep++ {
 				for i, r := range rows {
-					sh := shape{Procs: r.procs, MaxProcs: r.gmp, Spec: loadSpec{Addr: addr, Mode: client.ModeAuto, Clients: r.callers,
+					sh := shape{Procs: r.procs, MaxProcs: r.gmp, Spec: loadSpec{Addr: addr, Mode: e.ClientMode, Clients: r.callers,
 						Window: r.win, GetRatio: 0.95, Sizes: sizeDist{Fixed: 32}, Shared: r.shared}}
 					res, err := e.runShape(sh, len(ks.keys), pid)
 					if err != nil {
