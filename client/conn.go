@@ -101,6 +101,7 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 	ecfg.Bells = ringer != nil
 	ecfg.QuietRingNS = rfp.QuietRingOf(addr)
 	_, ecfg.SoftNIC = link.Conn.(fabric.Pumper)
+	ecfg.Mode = ecfg.Mode.Resolve(ecfg.SoftNIC)
 	eng, err := rfp.NewEngine(link.Local, link.Welcome, ecfg)
 	if err != nil {
 		link.Conn.Close()

@@ -9,10 +9,9 @@ const (
 	ModeRFP    = rfp.ModeRFP    // fetch results with one-sided READs
 	ModeReply  = rfp.ModeReply  // the server WRITEs results into client memory
 	ModeHybrid = rfp.ModeHybrid // fetch or ask for replies, whichever serves faster
-	// ModeAuto (default): hybrid, starting by fetching on shm:// and
-	// rdma:// and with replies on tcp://, where a READ costs the server's
-	// CPU a message; it keeps the mode that serves this connection and
-	// workload faster, and measures again when the load changes.
+	// ModeAuto (default): ModeRFP on shm:// and rdma://; on tcp://,
+	// where a READ costs the server's CPU a message, hybrid starting with
+	// replies and keeping the mode that serves the connection faster.
 	ModeAuto = rfp.ModeAuto
 )
 

@@ -15,18 +15,24 @@ const (
 	ModeReply
 	// ModeHybrid: fetch, and switch to replies while fetching does not pay.
 	ModeHybrid
-	// ModeAuto is what a client picks when not told: hybrid, starting
-	// with fetching where the server's NIC serves READs without its CPU
-	// (shm, RDMA) and with replies where a READ costs that CPU a message,
-	// as a reply does (tcp); it keeps whichever serves the connection
-	// faster, by measured cost alone (Hybrid without its miss streak).
+	// ModeAuto is what a client picks when not told: RFP where the
+	// server's NIC serves READs without its CPU (shm, RDMA); hybrid,
+	// starting with replies and keeping whichever mode serves the
+	// connection faster by measured cost alone, where a READ costs that
+	// CPU a message, as a reply does (tcp). On shm a per-connection
+	// measure misleads: a process's connections share the server's cores,
+	// and measured one by one, replies looked cheaper where they cost the
+	// server 4x more per operation (results/README.md).
 	ModeAuto
 )
 
-// StartsReplying says whether a client in mode m begins by asking for
-// replies on a fabric whose NIC is (softNIC) or is not a host thread.
-func (m Mode) StartsReplying(softNIC bool) bool {
-	return m == ModeReply || m == ModeAuto && softNIC
+// Resolve is the mode a client runs: m, or for ModeAuto the one that
+// suits a fabric whose NIC is (softNIC) or is not a host thread.
+func (m Mode) Resolve(softNIC bool) Mode {
+	if m != ModeAuto || softNIC {
+		return m
+	}
+	return ModeRFP
 }
 
 func (m Mode) String() string {
@@ -81,7 +87,8 @@ func (m Mode) Policy(hybridR int, startReply bool) ReplyPolicy {
 	case ModeHybrid:
 		return NewHybrid(hybridR, 0)
 	case ModeAuto:
-		// Auto goes by measured cost alone: no miss streak moves it.
+		// Auto (on a soft NIC; see Resolve) goes by measured cost alone:
+		// no miss streak moves it.
 		h := NewHybrid(hybridR, 0)
 		h.R = math.MaxInt
 		if startReply {
