@@ -48,6 +48,7 @@ type conn struct {
 	lastRx   atomic.Int64 // nanotime of the last bytes read
 	rxPause  atomic.Bool  // tx is over outHigh: rx waits for room
 	rxBuf    atomic.Pointer[[]byte]
+	rxLeft   []byte       // under rxMu: bytes read and not decoded (a pause)
 	idle     uint32       // Poll's empty polls in a row
 	drivenAt atomic.Int64 // nanotime of a driver's last read (drive.go)
 	armMu    sync.Mutex   // orders changes of the poller registration
@@ -151,6 +152,7 @@ func (c *conn) Close() error {
 		c.rxMu.Lock()
 		c.txMu.Lock()
 		c.tx.stopTimer()
+		c.tx.dropRefs()
 		c.rx.drop()
 		c.armMu.Lock()
 		_ = unix.Close(c.fd)
