@@ -48,6 +48,8 @@ func TestMain(m *testing.M) {
 		os.Exit(victimChild())
 	case "replyhog":
 		os.Exit(replyHogChild())
+	case "tcpattack":
+		os.Exit(attackChild())
 	}
 	os.Exit(m.Run())
 }
