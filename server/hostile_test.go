@@ -147,11 +147,6 @@ func attackChild() int {
 	select {}
 }
 
-func isTimeout(err error) bool {
-	ne, ok := err.(net.Error)
-	return ok && ne.Timeout()
-}
-
 // startAttack runs attackChild in a process of its own and waits until
 // every connection has attacked once. Cleanup kills it.
 func startAttack(t *testing.T, kind, addr string, conns int) *exec.Cmd {
