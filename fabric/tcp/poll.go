@@ -139,7 +139,7 @@ func (p *poller) loop() {
 				c.onWritable()
 			}
 			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
-				if c.kickRead(p.rxbuf, ev.Events&(unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0) {
+				if c.kickReadBudget(p.rxbuf, ev.Events&(unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0, rxBudget) {
 					next = append(next, c)
 				}
 				if c.driven() {
@@ -148,7 +148,7 @@ func (p *poller) loop() {
 			}
 		}
 		for i, c := range again {
-			if !c.dead.Load() && c.kickRead(p.rxbuf, true) {
+			if !c.dead.Load() && c.kickReadBudget(p.rxbuf, true, rxBudget) {
 				next = append(next, c)
 			}
 			again[i] = nil

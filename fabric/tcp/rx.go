@@ -77,7 +77,13 @@ func frameSize(typ byte) int {
 // edge-triggered event without EPOLLRDHUP: bytes that arrive after the
 // event was taken raise another one, and the FIN of a peer that closed
 // before it would have set EPOLLRDHUP.
-func (c *conn) kickRead(buf []byte, toEmpty bool) (more bool) {
+func (c *conn) kickRead(buf []byte, toEmpty bool) { c.kickReadBudget(buf, toEmpty, 0) }
+
+// kickReadBudget is kickRead reading at most about budget bytes (0: no
+// limit); more says it stopped there and the socket may hold more, which
+// no new event will report: only the poller, which comes back to such
+// connections, gives a budget.
+func (c *conn) kickReadBudget(buf []byte, toEmpty bool, budget int) (more bool) {
 	if buf == nil {
 		buf = c.ownBuf()
 	}
@@ -85,7 +91,7 @@ func (c *conn) kickRead(buf []byte, toEmpty bool) (more bool) {
 	for c.rxWant.Load() && c.rxMu.TryLock() {
 		c.rxWant.Store(false)
 		var err error
-		more, err = c.readLocked(buf, toEmpty)
+		more, err = c.readLocked(buf, toEmpty, budget)
 		toEmpty = true // a retry is for somebody else's kick
 		c.rxMu.Unlock()
 		if err != nil {
@@ -107,7 +113,7 @@ func (c *conn) pollRead() {
 	if !c.rxMu.TryLock() {
 		return
 	}
-	_, err := c.readLocked(c.ownBuf(), false)
+	_, err := c.readLocked(c.ownBuf(), false, 0)
 	c.rxMu.Unlock()
 	if err != nil {
 		c.fail(err)
@@ -119,10 +125,10 @@ func (c *conn) pollRead() {
 }
 
 // readLocked reads and decodes until the socket is empty, the connection
-// is dead or stopped, tx asks rx to wait for room, or it has read
-// rxBudget bytes (more: the socket may hold more) (rxMu held).
-func (c *conn) readLocked(buf []byte, toEmpty bool) (more bool, err error) {
-	budget := rxBudget
+// is dead or stopped, tx asks rx to wait for room, or it has read budget
+// bytes if budget > 0 (more: the socket may hold more) (rxMu held).
+func (c *conn) readLocked(buf []byte, toEmpty bool, budget int) (more bool, err error) {
+	limited := budget > 0
 	for !c.dead.Load() && !c.rxStop {
 		if c.rxPause.Load() {
 			// flushBatch below sends what it can: that makes room (and
@@ -143,7 +149,7 @@ func (c *conn) readLocked(buf []byte, toEmpty bool) (more bool, err error) {
 			}
 			continue
 		}
-		if budget <= 0 {
+		if limited && budget <= 0 {
 			more = true
 			break
 		}
