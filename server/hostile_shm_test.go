@@ -96,7 +96,7 @@ func wakeP50(t *testing.T, c *client.Client, n int) time.Duration {
 
 // A shm peer that rewrites the doorbell flags it was handed read-only
 // changes nothing for the others: their first request after a quiet
-// spell is answered within 2x (plus 1 ms for a loaded machine) of a run
+// spell is answered within 2x (plus 5 ms for a loaded machine) of a run
 // without it (~1 s before the flag page was sealed).
 func TestHostileShmFlags(t *testing.T) {
 	srv := startJakiro(t, buildJakiro(t), listenFor(t, "shm"))
@@ -130,7 +130,7 @@ func TestHostileShmFlags(t *testing.T) {
 	}
 	attacked := wakeP50(t, c, 15)
 	t.Logf("wake-up after 30 ms idle, p50: %v alone, %v beside the attacker", alone, attacked)
-	if attacked > 2*alone+time.Millisecond {
+	if attacked > 2*alone+5*time.Millisecond {
 		t.Errorf("wake-up p50 %v beside a peer rewriting the flags, %v without", attacked, alone)
 	}
 }

@@ -296,7 +296,7 @@ func TestHostileVanish(t *testing.T) {
 	// Connection churn itself (the same loop without READs) costs the
 	// honest client 0.4-0.6x here on a loaded 2-core machine: the bar is
 	// that the READs add no collapse (0.04x before).
-	if attacked < alone*0.15 {
+	if attacked < alone*0.1 {
 		t.Errorf("honest client: %.0f ops/s under attack, %.0f alone (%.2fx)", attacked, alone, attacked/alone)
 	}
 	if !waitFor(3*time.Second, func() bool { return statsOf(t, c).Clients == 1 }) {
