@@ -12,9 +12,9 @@ TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 all: build
 
 # The commit `--version` prints where Go stamps none (GOFLAGS=-buildvcs=false,
-# git worktrees); see internal/version.
+# git worktrees); see cmd/internal/version.
 COMMIT := $(shell git rev-parse HEAD 2>/dev/null)$(shell git status --porcelain 2>/dev/null | grep -q . && echo +dirty)
-LDFLAGS := -X github.com/jakiro-kv/jakiro/internal/version.commit=$(COMMIT)
+LDFLAGS := -X github.com/jakiro-kv/jakiro/cmd/internal/version.commit=$(COMMIT)
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/jakiro ./cmd/jakiro
@@ -38,6 +38,9 @@ test: lint test-unit fuzz stress test-rdma
 # staticcheck at a fixed version, fetched through the module proxy.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
+	$(GO) mod tidy -diff
+	@# internal/ holds leaf helpers: they import no Jakiro package, so every layer may use them.
+	@bad=$$($(GO) list -f '{{range .Imports}}{{$$.ImportPath}} imports {{.}}{{"\n"}}{{end}}' ./internal/... | grep 'imports github.com/jakiro-kv/jakiro/'); if [ -n "$$bad" ]; then echo "$$bad"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...

@@ -65,7 +65,7 @@ func knownFabric(addr string) error {
 		return fmt.Errorf("jakiro: address %q: %w", addr, err)
 	}
 	if !slices.Contains(fabric.Schemes(), u.Scheme) {
-		return fmt.Errorf("jakiro: address %q: no fabric provider for %q (linked: %v)", addr, u.Scheme, fabric.Schemes())
+		return fmt.Errorf("jakiro: address %q: %w", addr, fabric.NoProviderError(u.Scheme))
 	}
 	return nil
 }
