@@ -192,7 +192,6 @@ func (c *conn) enqueue(calls ...*call) error {
 	c.inbox = append(c.inbox, calls...)
 	c.inboxLen.Add(int32(len(calls)))
 	c.inMu.Unlock()
-	c.g.queued.Add(int32(len(calls)))
 	c.g.announce(c)
 	return nil
 }
@@ -245,7 +244,6 @@ func (c *conn) takeInbox() {
 	c.inbox, c.spare = c.spare[:0], in
 	c.inboxLen.Store(0)
 	c.inMu.Unlock()
-	c.g.queued.Add(-int32(len(in)))
 	for i, cl := range in {
 		in[i] = nil
 		if cl.state.Load() == callAbandoned {

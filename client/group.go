@@ -25,11 +25,10 @@ import (
 // Connections are spread over the groups when dialled; a Client's
 // connections (lanes) fall in different groups. Nothing on the
 // operation path is shared by the whole process: a caller touches its
-// connection's inbox and its group's count of queued calls and driver
-// flag (and its busy set, when its connection was idle).
+// connection's inbox and reads its group's driver flag (and joins the
+// busy set, when its connection was idle).
 type pollGroup struct {
-	driving atomic.Bool  // a waiter holds the driver role
-	queued  atomic.Int32 // calls in its connections' inboxes
+	driving atomic.Bool // a waiter holds the driver role
 
 	mu       sync.Mutex
 	incoming []*conn      // connections that became busy since the driver last looked
@@ -100,7 +99,7 @@ const (
 func (g *pollGroup) await(ctx context.Context, w *waiter) error {
 	var err error
 	for w.pending.Load() > 0 && err == nil {
-		if w.handed() || g.driving.CompareAndSwap(false, true) {
+		if w.handed() || !g.driving.Load() && g.driving.CompareAndSwap(false, true) {
 			err = g.drive(ctx, w)
 			g.release(w)
 		} else {
@@ -203,10 +202,17 @@ func (g *pollGroup) handOff(w *waiter) bool {
 			return true
 		}
 	}
+	// Past letting go, a new driver may hold the busy set: look at the
+	// inboxes of a copy of it.
+	w.seen = append(w.seen[:0], g.active...)
 	g.driving.Store(false)
 	// A caller that queued work while we held the role parked: take the
-	// role back if its work is there and nobody else took it. (Nothing of
-	// the driver's own state may be read past this point: a new driver may
-	// hold it.)
-	return g.queued.Load() == 0 || !g.driving.CompareAndSwap(false, true)
+	// role back if its work is there and nobody else took it. (Its
+	// connection is in the busy set we copied, or joined since.)
+	more := g.nIn.Load() > 0
+	for _, cn := range w.seen {
+		more = more || cn.inboxLen.Load() > 0
+	}
+	clear(w.seen)
+	return !more || !g.driving.CompareAndSwap(false, true)
 }

@@ -12,9 +12,9 @@ import (
 // callers on different cores seldom meet on one connection. A caller
 // takes the lane of the P it runs on: a token kept per P in a sync.Pool
 // names it, so choosing costs no shared write. Lane 0 is dialled by Dial;
-// the others when a caller first needs one (meanwhile and while one is
-// down, its callers use lane 0), so a Client used by one goroutine keeps
-// one connection.
+// the others when a caller first needs one while lane 0 has calls in
+// flight (meanwhile, and while one is down, its callers use lane 0), so a
+// Client used by one goroutine at a time keeps one connection.
 type laneSet struct {
 	lanes []*server // lanes 1..n-1 of this server (lane 0 is the server itself)
 	toks  sync.Pool // *laneToken
@@ -42,7 +42,12 @@ func (s *server) lane() *server {
 	if l.cur.Load() != nil {
 		return l
 	}
-	l.dialLane()
+	if cn := s.cur.Load(); cn != nil && cn.listed.Load() {
+		// Lane 0 has calls in flight: callers meet there, so the lane is
+		// worth its connection. (A Client used by one goroutine at a
+		// time never gets here, wherever the goroutine runs.)
+		l.dialLane()
+	}
 	return s
 }
 

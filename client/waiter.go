@@ -93,6 +93,7 @@ type waiter struct {
 	pending atomic.Int32  // calls not done
 	role    atomic.Uint32 // roleWaiting, roleHanded or roleGone
 	one     call          // the call of a single operation
+	seen    []*conn       // handOff's scratch
 }
 
 // A waiter is handed its group's driving only while it waits: the driver
@@ -120,7 +121,9 @@ func (w *waiter) hand() bool {
 }
 
 // handed takes the role w was handed, if any.
-func (w *waiter) handed() bool { return w.role.CompareAndSwap(roleHanded, roleWaiting) }
+func (w *waiter) handed() bool {
+	return w.role.Load() == roleHanded && w.role.CompareAndSwap(roleHanded, roleWaiting)
+}
 
 // leave marks w gone; true if it was handed the driving on the way out,
 // which it must then pass on.
