@@ -113,13 +113,11 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 		fifo: make([]callQueue, l.Partitions)}, nil
 }
 
-// now is the engine's clock.
-func (c *conn) now() int64 { return clock() }
-
 // epoch is where every engine's clock counts from: one clock for all, so a
 // driver reads it once per pass over its connections.
 var epoch = time.Now()
 
+// clock is the engines' clock, in nanoseconds.
 func clock() int64 { return int64(time.Since(epoch)) }
 
 // close disconnects. Operations in flight fail with ErrClosed.
