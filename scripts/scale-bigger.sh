@@ -16,6 +16,8 @@
 #   compare  go-ycsb 95/5 zipfian at 16 and 64 threads against the server
 #            at its defaults, memcached -t 8 and go-ycsb's no-op database,
 #            go-ycsb at GOMAXPROCS = the machine's cores (its default)
+# and, in tuned/, scale and compare again with the load process at
+# GOMAXPROCS N and N poll groups (JAKIRO_POLL_GROUPS).
 # memcached is optional: put it (and the libraries it needs) in the binary
 # directory, or on PATH; without it compare runs without that row.
 # Environment: REPS (default 3), DURATION (default 1s), PARTS (scale's
@@ -40,3 +42,11 @@ else
 	echo "memcached not found or not runnable here: compare runs without it"
 fi
 "$b" compare "${common[@]}" --client-procs "$(nproc)" --compare-systems "$systems" --ycsb-threads 16,64 --ext-threads 8
+# Tuned, beside the defaults: the load process at GOMAXPROCS = the cores
+# left to it, with as many poll groups (JAKIRO_POLL_GROUPS; the default,
+# half the Ps, leaves room for a server on the same cores).
+n=${PROCS:-8}
+mkdir -p "$res/tuned"
+tuned=(--out "$res/tuned" --reps "$reps" --duration "$dur" --warmup 300ms --quiet-wait 5s)
+JAKIRO_POLL_GROUPS=$n "$b" scale "${tuned[@]}" --scale-partitions 8 --scale-procs "$n" --scale-loads 8x1,1x8
+JAKIRO_POLL_GROUPS=$n "$b" compare "${tuned[@]}" --client-procs "$n" --compare-systems jakiro-defaults --ycsb-threads 16,64
