@@ -7,18 +7,23 @@ GO ?= go
 # sequential on a 2-core machine.
 TESTFLAGS ?= -race -count=1 -p 1 -timeout 20m
 
-.PHONY: all build build-rdma test test-unit test-rdma lint fuzz stress memcapable demo figures bench bench-deps clean results-rdma
+.PHONY: all build build-rdma static-bench test test-unit test-rdma lint fuzz stress memcapable demo figures bench bench-deps clean results-rdma
 
 all: build
 
 # The commit `--version` prints where Go stamps none (GOFLAGS=-buildvcs=false,
-# git worktrees); see internal/version.
+# git worktrees); see cmd/internal/version.
 COMMIT := $(shell git rev-parse HEAD 2>/dev/null)$(shell git status --porcelain 2>/dev/null | grep -q . && echo +dirty)
-LDFLAGS := -X github.com/jakiro-kv/jakiro/internal/version.commit=$(COMMIT)
+LDFLAGS := -X github.com/jakiro-kv/jakiro/cmd/internal/version.commit=$(COMMIT)
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/jakiro ./cmd/jakiro
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/jakiro-bench ./cmd/jakiro-bench
+
+## static-bench: a static jakiro-bench (no cgo) for a bigger machine
+## where nothing can be fetched; see scripts/scale-bigger.sh.
+static-bench:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/static/jakiro-bench ./cmd/jakiro-bench
 
 ## build-rdma: binaries with the verbs provider (rdma://); needs rdma-core headers.
 build-rdma:
@@ -33,6 +38,9 @@ test: lint test-unit fuzz stress memcapable test-rdma
 # staticcheck at a fixed version, fetched through the module proxy.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
+	$(GO) mod tidy -diff
+	@# internal/ holds leaf helpers: they import no Jakiro package, so every layer may use them.
+	@bad=$$($(GO) list -f '{{range .Imports}}{{$$.ImportPath}} imports {{.}}{{"\n"}}{{end}}' ./internal/... | grep 'imports github.com/jakiro-kv/jakiro/'); if [ -n "$$bad" ]; then echo "$$bad"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...

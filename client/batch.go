@@ -8,8 +8,8 @@ import "github.com/jakiro-kv/jakiro/rfp"
 // and the parts run in parallel; results stay in the caller's order.
 // Reuse a Batch with Reset to avoid allocations.
 type Batch struct {
-	ops      []batchOp
-	inflight []int // indices submitted and not done, during Run
+	ops   []batchOp
+	calls []*call // the calls queued, during Run
 
 	// A Run over many servers fills one part per server (reused across
 	// runs); at[i] is where operation i went, and split says Result
@@ -44,7 +44,7 @@ func (b *Batch) add(op rfp.Op, key, value []byte, ttl uint32) int {
 		b.ops = b.ops[:len(b.ops)+1]
 		o := &b.ops[len(b.ops)-1]
 		o.op, o.key, o.value, o.ttl, o.err = op, key, value, ttl, nil
-		o.c.done = false
+		o.c.state.Store(callQueued)
 	} else {
 		b.ops = append(b.ops, batchOp{op: op, key: key, value: value, ttl: ttl})
 	}
@@ -80,11 +80,26 @@ func (b *Batch) settle(err error) {
 		o := &b.ops[i]
 		switch {
 		case o.err != nil: // failed validation
-		case o.c.done:
+		case o.c.state.Load() == callDone && o.c.err == nil:
 			o.err = statusErr(o.c.st)
 		default:
 			o.err = err
 			o.c.val = o.c.val[:0]
 		}
 	}
+}
+
+// detach leaves the batch's operations to a driver that may still write
+// into them (their caller gave up): the batch takes fresh memory.
+func (b *Batch) detach() {
+	ops := make([]batchOp, len(b.ops), cap(b.ops))
+	for i := range b.ops {
+		o := &b.ops[i]
+		ops[i].p, ops[i].op, ops[i].key, ops[i].value, ops[i].ttl, ops[i].err = o.p, o.op, o.key, o.value, o.ttl, o.err
+		if o.c.state.Load() == callDone {
+			ops[i].c.st, ops[i].c.err, ops[i].c.val = o.c.st, o.c.err, append([]byte(nil), o.c.val...)
+			ops[i].c.state.Store(callDone)
+		}
+	}
+	b.ops, b.calls = ops, nil
 }

@@ -29,7 +29,7 @@ type Client struct {
 // The program must link the fabric providers it uses, e.g. with
 // import _ "github.com/jakiro-kv/jakiro/fabric/providers".
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
-	refreshProcs() // a program sets GOMAXPROCS before it dials, if at all
+	pollGroups() // sized by GOMAXPROCS now: a program sets it before it dials, if at all
 	var cfg config
 	cfg.engine.FetchDelayNS = -1
 	cfg.engine.Mode = ModeAuto
@@ -132,6 +132,9 @@ func (c *Client) pickMany(key []byte) *server { return c.servers[c.route.pick(ke
 
 // do runs one operation on key's server; the value is appended to dst.
 func (s *server) do(ctx context.Context, op rfp.Op, key, value []byte, ttl uint32, dst []byte) ([]byte, error) {
+	if s.laneSet != nil {
+		s = s.lane()
+	}
 	cn := s.cur.Load() // conn's fast path, written out: conn does not inline
 	if cn == nil {
 		var err error
@@ -208,6 +211,9 @@ func (c *Client) Run(ctx context.Context, b *Batch) error {
 
 // run executes b on this server.
 func (s *server) run(ctx context.Context, b *Batch) error {
+	if s.laneSet != nil {
+		s = s.lane()
+	}
 	cn, err := s.conn()
 	if err == nil {
 		if err = cn.run(ctx, b); err != nil {

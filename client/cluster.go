@@ -65,7 +65,7 @@ func knownFabric(addr string) error {
 		return fmt.Errorf("jakiro: address %q: %w", addr, err)
 	}
 	if !slices.Contains(fabric.Schemes(), u.Scheme) {
-		return fmt.Errorf("jakiro: address %q: no fabric provider for %q (linked: %v)", addr, u.Scheme, fabric.Schemes())
+		return fmt.Errorf("jakiro: address %q: %w", addr, fabric.NoProviderError(u.Scheme))
 	}
 	return nil
 }
@@ -133,12 +133,9 @@ func (c *Client) ServerCounters() []ServerCounters {
 	out := make([]ServerCounters, len(c.servers))
 	for i, s := range c.servers {
 		s.mu.Lock()
-		out[i] = ServerCounters{Addr: s.addr, Counters: s.retired, Err: s.down, Reconnects: s.reconnects}
-		if cn := s.cur.Load(); cn != nil {
-			out[i].Connected = true
-			out[i].Counters = out[i].Counters.Add(cn.counters())
-		}
+		out[i] = ServerCounters{Addr: s.addr, Err: s.down, Reconnects: s.reconnects, Connected: s.cur.Load() != nil}
 		s.mu.Unlock()
+		out[i].Counters = s.counters()
 	}
 	return out
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/jakiro-kv/jakiro/client"
 	_ "github.com/jakiro-kv/jakiro/fabric/providers"
-	"github.com/jakiro-kv/jakiro/internal/servertest"
+	"github.com/jakiro-kv/jakiro/server/servertest"
 )
 
 // The bounds: a down server's keys fail within failFast, and a

@@ -1,21 +1,25 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
 	"github.com/jakiro-kv/jakiro/rfp"
 )
 
-// conn is one server connection: it drives the protocol engine (posts
-// what it asks, polls completions and feeds them back with the clock,
-// rings doorbells) and hands results to the callers waiting on its ring
-// slots. Goroutines share it under mu, driving it in turn.
+// conn is one server connection. Callers queue their calls in its inbox;
+// the driver of its poll group (group.go) moves them into ring slots,
+// drives the protocol engine (posts what it asks, polls completions and
+// feeds them back with the clock, rings doorbells) and hands results to
+// their callers. mu guards the engine: the driver holds it for a step,
+// and readers of its counters briefly.
 type conn struct {
 	mu       sync.Mutex
 	fc       fabric.Conn
@@ -23,25 +27,51 @@ type conn struct {
 	watcher  fabric.BellWatcher // nil when the fabric cannot see a blocked partition
 	eng      *rfp.Engine
 	layout   rfp.Layout
-	epoch    time.Time // the engine's clock counts from here
 	comps    []fabric.Completion
-	slotCall []*call // the caller waiting on each ring slot, nil if none
-	free     []*call
+	slotCall []*call // the call in each ring slot, nil if none (or its caller gave up)
 	closed   bool
 	// wokeBell: this step rang a partition blocked on its bell; the
-	// waiter gives up its core once (wait.go).
+	// driver gives up its core once (group.go).
 	wokeBell bool
+
+	g      *pollGroup
+	listed atomic.Bool // in g's busy set (or on its way there)
+
+	inMu     sync.Mutex
+	inbox    []*call // queued by callers, not yet taken by the driver
+	spare    []*call
+	inboxLen atomic.Int32
+	shut     atomic.Bool // closed: no more calls (set under inMu)
+
+	// The driver's: calls waiting for a free slot, per partition, in
+	// order; operations posted and not completed; when the engine next
+	// has work; the group's yield count it last told the engine of.
+	fifo     []callQueue
+	queued   int
+	posted   int
+	nextDue  int64
+	yieldsAt uint32
+}
+
+// callQueue is a FIFO of calls.
+type callQueue struct {
+	q []*call
+	h int
+}
+
+func (q *callQueue) push(c *call) { q.q = append(q.q, c) }
+func (q *callQueue) len() int     { return len(q.q) - q.h }
+func (q *callQueue) pop() *call {
+	c := q.q[q.h]
+	q.q[q.h] = nil
+	if q.h++; q.h == len(q.q) {
+		q.q, q.h = q.q[:0], 0
+	}
+	return c
 }
 
 // pollBatch is how many completions one Poll reaps at most.
 const pollBatch = 64
-
-// call is one caller's pending operation.
-type call struct {
-	done bool
-	st   rfp.Status
-	val  []byte // copy of the value, reused across calls
-}
 
 // dialRetries is how many times dial tries again after the server closed
 // the handshake unanswered: a server sheds the oldest pending handshakes
@@ -50,7 +80,7 @@ type call struct {
 const dialRetries = 6
 
 // dial connects to the server at addr.
-func dial(ctx context.Context, addr string, cfg config) (*conn, error) {
+func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, error) {
 	dc := rfp.DialConfig{Slots: cfg.engine.Window, Fabric: cfg.fabric, AuthToken: cfg.authToken}
 	link, err := rfp.Dial(ctx, addr, dc)
 	for try := 0; err != nil && errors.Is(err, fabric.ErrRejected) && try < dialRetries; try++ {
@@ -70,23 +100,31 @@ func dial(ctx context.Context, addr string, cfg config) (*conn, error) {
 	ecfg := cfg.engine
 	ecfg.Bells = ringer != nil
 	ecfg.QuietRingNS = rfp.QuietRingOf(addr)
-	_, softNIC := link.Conn.(fabric.Pumper)
-	ecfg.Mode = ecfg.Mode.Resolve(softNIC)
+	_, ecfg.SoftNIC = link.Conn.(fabric.Pumper)
+	ecfg.Mode = ecfg.Mode.Resolve(ecfg.SoftNIC)
 	eng, err := rfp.NewEngine(link.Local, link.Welcome, ecfg)
 	if err != nil {
 		link.Conn.Close()
 		return nil, fmt.Errorf("jakiro: dial %s: %w", addr, err)
 	}
 	l := link.Welcome.Layout
-	return &conn{fc: link.Conn, ringer: ringer, watcher: watcher, eng: eng, layout: l, epoch: time.Now(),
-		comps: make([]fabric.Completion, pollBatch), slotCall: make([]*call, l.Partitions*l.Slots)}, nil
+	return &conn{fc: link.Conn, ringer: ringer, watcher: watcher, eng: eng, layout: l, g: g,
+		comps: make([]fabric.Completion, pollBatch), slotCall: make([]*call, l.Partitions*l.Slots),
+		fifo: make([]callQueue, l.Partitions)}, nil
 }
 
-// now is the engine's clock.
-func (c *conn) now() int64 { return int64(time.Since(c.epoch)) }
+// epoch is where every engine's clock counts from: one clock for all, so a
+// driver reads it once per pass over its connections.
+var epoch = time.Now()
+
+// clock is the engines' clock, in nanoseconds.
+func clock() int64 { return int64(time.Since(epoch)) }
 
 // close disconnects. Operations in flight fail with ErrClosed.
 func (c *conn) close() error {
+	c.inMu.Lock()
+	c.shut.Store(true)
+	c.inMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -142,51 +180,173 @@ func (c *conn) partition(key []byte) int {
 	return rfp.PartitionOf(rfp.KeyHash(key), c.layout.Partitions)
 }
 
-func (c *conn) getCall() *call {
-	if n := len(c.free); n > 0 {
-		cl := c.free[n-1]
-		c.free = c.free[:n-1]
-		return cl
-	}
-	return &call{}
-}
-
-// forget detaches cl from its slot: its caller gave up, and the slot is
-// reclaimed when the server's answer arrives.
-func (c *conn) forget(cl *call) {
-	for i, x := range c.slotCall {
-		if x == cl {
-			c.slotCall[i] = nil
-		}
-	}
-}
-
-// progressLocked is one step of the driver: whatever fell due, posts and
-// rings, then completions, then results to their callers.
-func (c *conn) progressLocked() error {
-	if c.closed {
+// enqueue queues calls for the driver.
+func (c *conn) enqueue(calls ...*call) error {
+	c.inMu.Lock()
+	if c.shut.Load() {
+		c.inMu.Unlock()
 		return ErrClosed
 	}
-	e := c.eng
-	now := c.now()
-	if now >= e.Next() {
-		e.Tick(now)
+	c.inbox = append(c.inbox, calls...)
+	c.inboxLen.Add(int32(len(calls)))
+	c.inMu.Unlock()
+	c.g.announce(c)
+	return nil
+}
+
+// step is the driver's turn at this connection: queued calls into free
+// slots, then one step of the engine, answers to their callers (woken,
+// but the driver's own), and the requests that answers made room for
+// posted at once. It reports the callers woken, whether it rang a blocked
+// partition, whether nothing is left in flight or queued, and whether the
+// connection has room its callers' next requests could take at once.
+func (c *conn) step(driver *waiter, now int64) (woke int, rang, idle, hungry bool) {
+	if c.posted == 0 && c.queued == 0 && now < c.nextDue && c.inboxLen.Load() == 0 && !c.shut.Load() {
+		return 0, false, false, false // nothing due: its answers are not fetched yet
 	}
-	err := c.flushLocked()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.takeInbox()
+	if c.closed {
+		return c.failLocked(ErrClosed, driver), false, true, false
+	}
+	if y := c.g.yields; y != c.yieldsAt {
+		c.yieldsAt = y
+		c.eng.Yielded()
+	}
+	err := c.submitLocked(driver, now)
 	if err == nil {
-		var n int
-		if n, err = c.fc.Poll(c.comps); err != nil {
-			e.Fail(err)
+		err = c.progressLocked(now)
+	}
+	woke = c.deliverLocked(driver)
+	if err == nil && c.queued > 0 {
+		if err = c.submitLocked(driver, now); err == nil {
+			err = c.flushLocked()
 		}
-		for _, comp := range c.comps[:n] {
-			if err = e.Complete(now, comp); err != nil {
-				break
+	}
+	if err != nil {
+		woke += c.failLocked(fmt.Errorf("jakiro: connection failed: %w", err), driver)
+	}
+	rang, c.wokeBell = c.wokeBell, false
+	c.nextDue = c.eng.Next()
+	return woke, rang, c.eng.Active() == 0 && c.queued == 0, c.queued == 0
+}
+
+// takeInbox moves the callers' new calls into the partitions' queues.
+func (c *conn) takeInbox() {
+	if c.inboxLen.Load() == 0 {
+		return
+	}
+	c.inMu.Lock()
+	in := c.inbox
+	c.inbox, c.spare = c.spare[:0], in
+	c.inboxLen.Store(0)
+	c.inMu.Unlock()
+	for i, cl := range in {
+		in[i] = nil
+		if cl.state.Load() == callAbandoned {
+			continue
+		}
+		c.fifo[cl.p].push(cl)
+		c.queued++
+	}
+}
+
+// submitLocked moves queued calls into every free ring slot, oldest
+// first.
+func (c *conn) submitLocked(driver *waiter, now int64) error {
+	if c.queued == 0 {
+		return nil
+	}
+	for p := range c.fifo {
+		q := &c.fifo[p]
+		for q.len() > 0 && c.eng.Free(p) {
+			cl := q.pop()
+			c.queued--
+			if !cl.state.CompareAndSwap(callQueued, callTaking) {
+				continue // abandoned
+			}
+			slot, err := c.eng.Submit(now, p, cl.op, cl.key, cl.value, cl.ttl)
+			cl.state.Store(callSent)
+			if err != nil {
+				cl.finish(0, nil, err, driver)
+				if c.eng.Err() != nil {
+					return err
+				}
+				continue
+			}
+			c.slotCall[slot] = cl
+		}
+	}
+	return nil
+}
+
+// failLocked ends every call of the connection with err.
+func (c *conn) failLocked(err error, driver *waiter) (woke int) {
+	for i, cl := range c.slotCall {
+		if cl != nil {
+			c.slotCall[i] = nil
+			if cl.finish(0, nil, err, driver) {
+				woke++
 			}
 		}
 	}
-	c.deliverLocked()
+	for p := range c.fifo {
+		for q := &c.fifo[p]; q.len() > 0; {
+			if cl := q.pop(); cl.finish(0, nil, err, driver) {
+				woke++
+			}
+		}
+	}
+	c.queued = 0
+	return woke
+}
+
+// retire takes the idle connection out of its group's busy set; false if
+// calls came in meanwhile and it stays.
+func (c *conn) retire() bool {
+	c.listed.Store(false)
+	return c.inboxLen.Load() == 0 || !c.listed.CompareAndSwap(false, true)
+}
+
+// handTo hands the group's driving to a caller with a call on this
+// connection, other than the driver w; false if there is none.
+func (c *conn) handTo(w *waiter) bool {
+	for _, cl := range c.slotCall {
+		if cl != nil && cl.w != w && cl.state.Load() == callSent && cl.w.hand() {
+			return true
+		}
+	}
+	for p := range c.fifo {
+		q := &c.fifo[p]
+		for _, cl := range q.q[q.h:] {
+			if cl.w != w && cl.state.Load() == callQueued && cl.w.hand() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// progressLocked is one step of the engine: whatever fell due, posts and
+// rings, then completions.
+func (c *conn) progressLocked(now int64) error {
+	e := c.eng
+	if now >= e.Next() {
+		e.Tick(now)
+	}
+	if err := c.flushLocked(); err != nil {
+		return err
+	}
+	n, err := c.fc.Poll(c.comps)
 	if err != nil {
-		return fmt.Errorf("jakiro: connection failed: %w", err)
+		return e.Fail(err)
+	}
+	c.posted -= n
+	for _, comp := range c.comps[:n] {
+		if err := e.Complete(now, comp); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -199,6 +359,7 @@ func (c *conn) flushLocked() error {
 		if err := c.fc.Post(ops); err != nil {
 			return e.Fail(err)
 		}
+		c.posted += len(ops)
 		e.Posted()
 	}
 	if rings := e.Rings(); len(rings) > 0 {
@@ -217,73 +378,36 @@ func (c *conn) flushLocked() error {
 }
 
 // deliverLocked hands finished requests to their callers.
-func (c *conn) deliverLocked() {
+func (c *conn) deliverLocked(driver *waiter) (woke int) {
 	for _, r := range c.eng.Results() {
 		cl := c.slotCall[r.Slot]
 		c.slotCall[r.Slot] = nil
-		if cl == nil {
-			continue // its caller gave up (context ended)
+		if cl != nil && cl.finish(r.Status, r.Value, nil, driver) {
+			woke++
 		}
-		cl.done, cl.st = true, r.Status
-		cl.val = append(cl.val[:0], r.Value...)
 	}
 	c.eng.Consumed()
+	return woke
 }
 
-// submitLocked waits for a free slot in partition p and submits.
-func (c *conn) submitLocked(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl uint32, cl *call) error {
-	var w waitState
-	defer w.done()
-	for !c.eng.Free(p) {
-		if err := c.progressLocked(); err != nil {
-			return err
-		}
-		if c.eng.Free(p) {
-			break
-		}
-		if err := c.wait(ctx, &w); err != nil {
-			return err
-		}
-	}
-	if c.closed { // Close unmapped the engine's memory (maybe while we waited)
-		return ErrClosed
-	}
-	slot, err := c.eng.Submit(c.now(), p, op, key, value, ttl)
-	if err != nil {
-		return err
-	}
-	cl.done = false
-	c.slotCall[slot] = cl
-	return nil
-}
-
-// do runs one operation on partition p synchronously; the value is
-// appended to dst.
+// do runs one operation on partition p; the value is appended to dst.
 func (c *conn) do(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl uint32, dst []byte) ([]byte, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cl := c.getCall()
-	if err := c.submitLocked(ctx, p, op, key, value, ttl, cl); err != nil {
-		c.free = append(c.free, cl)
+	w := getWaiter()
+	w.begin(1)
+	cl := &w.one
+	cl.reset(w, p, op, key, value, ttl, dst)
+	if err := c.enqueue(cl); err != nil {
+		putWaiter(w)
 		return dst, err
 	}
-	var w waitState
-	defer w.done()
-	for !cl.done {
-		if err := c.progressLocked(); err != nil {
-			return dst, err
-		}
-		if cl.done {
-			break
-		}
-		if err := c.wait(ctx, &w); err != nil {
-			c.forget(cl)
-			return dst, err
-		}
+	if err := c.g.await(ctx, w); err != nil && cl.abandon() {
+		return dst, err // w stays with the driver, which may still hold cl
 	}
-	dst = append(dst, cl.val...)
-	st := cl.st
-	c.free = append(c.free, cl)
+	dst, st, err := cl.val, cl.st, cl.err
+	putWaiter(w)
+	if err != nil {
+		return dst, err
+	}
 	return dst, statusErr(st)
 }
 
@@ -291,69 +415,50 @@ func (c *conn) do(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl 
 // returns the first connection or context error; per-operation outcomes
 // are in the batch.
 func (c *conn) run(ctx context.Context, b *Batch) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	next, done := 0, 0
-	var w waitState
-	defer w.done()
+	n := 0
 	for i := range b.ops {
 		o := &b.ops[i]
-		if o.err = c.check(o.key, o.value); o.err != nil {
-			o.c.done = true
-			done++
-			continue
-		}
-		o.p = c.partition(o.key)
-	}
-	b.inflight = b.inflight[:0]
-	for done < len(b.ops) {
-		if c.closed { // Close unmapped the engine's memory (maybe while we waited)
-			return ErrClosed
-		}
-		for next < len(b.ops) {
-			o := &b.ops[next]
-			if o.c.done { // failed validation
-				next++
-				continue
-			}
-			if !c.eng.Free(o.p) {
-				break
-			}
-			slot, err := c.eng.Submit(c.now(), o.p, o.op, o.key, o.value, o.ttl)
-			if err != nil {
-				return err
-			}
-			c.slotCall[slot] = &o.c
-			b.inflight = append(b.inflight, next)
-			next++
-		}
-		if err := c.progressLocked(); err != nil {
-			return err
-		}
-		// Only what is in flight can have finished: scan that, not the batch.
-		kept := b.inflight[:0]
-		for _, i := range b.inflight {
-			if b.ops[i].c.done {
-				done++
-			} else {
-				kept = append(kept, i)
-			}
-		}
-		b.inflight = kept
-		if done == len(b.ops) {
-			break
-		}
-		if err := c.wait(ctx, &w); err != nil {
-			for _, i := range b.inflight {
-				c.forget(&b.ops[i].c)
-			}
-			return err
+		if o.err = c.check(o.key, o.value); o.err == nil {
+			n++
 		}
 	}
+	if n == 0 {
+		return nil
+	}
+	w := getWaiter()
+	w.begin(n)
+	b.calls = b.calls[:0]
 	for i := range b.ops {
 		if o := &b.ops[i]; o.err == nil {
-			o.err = statusErr(o.c.st)
+			o.c.reset(w, c.partition(o.key), o.op, o.key, o.value, o.ttl, o.c.val[:0])
+			b.calls = append(b.calls, &o.c)
 		}
 	}
-	return nil
+	if err := c.enqueue(b.calls...); err != nil {
+		putWaiter(w)
+		return err
+	}
+	if err := c.g.await(ctx, w); err != nil {
+		gaveUp := false
+		for _, cl := range b.calls {
+			gaveUp = cl.abandon() || gaveUp
+		}
+		if gaveUp {
+			b.detach()
+			return err // w stays with the driver, which may still hold its calls
+		}
+	}
+	putWaiter(w)
+	var connErr error
+	for i := range b.ops {
+		if o := &b.ops[i]; o.err == nil {
+			if o.c.err != nil {
+				o.err = o.c.err
+				connErr = cmp.Or(connErr, o.c.err)
+			} else {
+				o.err = statusErr(o.c.st)
+			}
+		}
+	}
+	return connErr
 }

@@ -25,7 +25,7 @@ func TestConnServerGone(t *testing.T) {
 	defer srv.Close()
 	var cfg config
 	cfg.engine.FetchDelayNS = -1
-	c, err := dial(ctx, srv.Addr(), cfg)
+	c, err := dial(ctx, srv.Addr(), cfg, groupFor(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,22 +6,27 @@
 //	err = c.Put(ctx, []byte("k"), []byte("v"), 0)
 //	v, err := c.Get(ctx, []byte("k"))
 //
-// A Client is safe for concurrent use: goroutines share its connection and
-// drive its protocol engine (rfp.Engine) in turn: one posts what the engine
-// asks, polls completions and feeds them back with the clock, rings
-// doorbells, and hands finished results to their callers. For throughput, a
-// Batch pipelines many operations over every partition's window at once.
-// Mode (rfp, reply, hybrid) and the remote fetch size are options; Counters
-// report fabric round trips, retries and doorbell rings. Context deadlines
-// are honoured: an operation whose context ends returns ctx.Err() (its slot
-// is reclaimed when the server's answer arrives).
-//
-// Waiting spins, because answers arrive in memory, not as events; but at
-// most half the process's Ps spin at once (at least one), and the other
-// waiters park until a spinner hands them its place. A client on the
-// server's machine (shm, loopback tcp) therefore leaves the server's
-// partitions the cores they need, whatever its GOMAXPROCS and however
-// many goroutines wait.
+// A Client is safe for concurrent use, and one Client serves a whole
+// process: its callers spread over a few connections to each server
+// (lanes, one per poll group, dialled as concurrent callers first need
+// them; WithConns fixes the count), chosen per P so callers on different
+// cores seldom meet. A caller queues its request on its lane and parks;
+// the connections are driven in poll groups (half the process's Ps, at
+// least one), each by one of its waiting callers at a time: the driver
+// moves every queued request of the group's connections into free ring
+// slots (one Post per connection for all of them), polls the answers and
+// wakes exactly the callers they belong to; when its own answers are in
+// it hands the role to a caller still waiting. A group with nothing in
+// flight spins nowhere, and a process spins on at most as many cores as
+// it has groups, so a client on the server's machine (shm, loopback tcp)
+// leaves the server's partitions the cores they need. Nothing the whole
+// process shares is written on the operation path. For throughput from
+// one goroutine, a Batch pipelines many operations over every partition's
+// window at once. Mode (auto, rfp, reply, hybrid) and the remote fetch
+// size are options; Counters report fabric round trips, retries and
+// doorbell rings. Context deadlines are honoured: an operation whose
+// context ends returns ctx.Err() (its slot is reclaimed when the
+// server's answer arrives).
 //
 // The package re-exports what callers need of the protocol (Mode, Counters,
 // limits), so programs import client, not rfp. Fabric providers register

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/jakiro-kv/jakiro/internal/servertest"
+	"github.com/jakiro-kv/jakiro/server/servertest"
 )
 
 // The cluster tests run servers as processes: this binary re-executed.

@@ -8,9 +8,10 @@ type Mode = rfp.Mode
 const (
 	ModeRFP    = rfp.ModeRFP    // fetch results with one-sided READs
 	ModeReply  = rfp.ModeReply  // the server WRITEs results into client memory
-	ModeHybrid = rfp.ModeHybrid // fetch or ask for replies, whichever answers faster
-	// ModeAuto (default): ModeRFP on shm:// and rdma://, ModeHybrid on
-	// tcp://, where a READ costs the server's CPU a message.
+	ModeHybrid = rfp.ModeHybrid // fetch or ask for replies, whichever serves faster
+	// ModeAuto (default): ModeRFP on shm:// and rdma://; on tcp://,
+	// where a READ costs the server's CPU a message, hybrid starting with
+	// replies and keeping the mode that serves the connection faster.
 	ModeAuto = rfp.ModeAuto
 )
 

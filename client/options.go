@@ -12,6 +12,7 @@ type Option func(*config)
 
 type config struct {
 	engine    rfp.EngineConfig
+	conns     int // lanes per server; 0: one per poll group
 	fabric    fabric.Options
 	servers   []string // WithServers
 	authToken string
@@ -44,3 +45,17 @@ func WithAuthToken(token string) Option { return func(c *config) { c.authToken =
 
 // WithFabric passes fabric options (queue depth, RDMA device).
 func WithFabric(o fabric.Options) Option { return func(c *config) { c.fabric = o } }
+
+// WithConns sets how many connections (lanes) the client keeps to each
+// server for its callers to spread over; by default one per poll group
+// (half of GOMAXPROCS at the first Dial, at least one), dialled as
+// concurrent callers first need them. WithConns(1) keeps one.
+func WithConns(n int) Option { return func(c *config) { c.conns = n } }
+
+// lanes is how many connections to keep to each server.
+func (c config) lanes() int {
+	if c.conns > 0 {
+		return c.conns
+	}
+	return len(pollGroups())
+}

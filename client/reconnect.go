@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -37,12 +38,17 @@ func backoff(n int) time.Duration {
 // down) and the background redial that replaces a lost one. Operations
 // read cur without a lock; everything else is under mu.
 type server struct {
-	addr   string
-	cfg    config
-	cur    atomic.Pointer[conn]
-	ctx    context.Context // canceled by close: ends the watcher and redial goroutines
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	addr string
+	cfg  config
+	g    *pollGroup // drives this server's connections
+	// laneSet: the server's other connections (lanes.go); nil in a lane.
+	laneSet    *laneSet
+	laneDialAt atomic.Int64 // a lane's: no dial before this time (ns)
+	everUp     atomic.Bool  // connected once: from then on redial keeps it up
+	cur        atomic.Pointer[conn]
+	ctx        context.Context // canceled by close: ends the watcher and redial goroutines
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
 
 	mu         sync.Mutex
 	closed     bool
@@ -53,20 +59,46 @@ type server struct {
 }
 
 func newServer(addr string, cfg config) *server {
-	s := &server{addr: addr, cfg: cfg}
+	base := nextGroup.Add(1)
+	s := newLane(addr, cfg, groupFor(base, 0))
+	if n := cfg.lanes(); n > 1 {
+		s.laneSet = &laneSet{lanes: make([]*server, n-1)}
+		for k := range s.laneSet.lanes {
+			s.laneSet.lanes[k] = newLane(addr, cfg, groupFor(base, k+1))
+		}
+	}
+	return s
+}
+
+func newLane(addr string, cfg config, g *pollGroup) *server {
+	s := &server{addr: addr, cfg: cfg, g: g}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
+}
+
+// each calls f for the server and each of its lanes.
+func (s *server) each(f func(l *server)) {
+	f(s)
+	if s.laneSet != nil {
+		for _, l := range s.laneSet.lanes {
+			f(l)
+		}
+	}
 }
 
 // connect dials once. On failure the server stays down; redialLater
 // keeps trying.
 func (s *server) connect(ctx context.Context) error {
-	cn, err := dial(ctx, s.addr, s.cfg)
+	cn, err := dial(ctx, s.addr, s.cfg, s.g)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
 		s.down = &unavailableError{addr: s.addr, dial: err}
 		return err
+	}
+	if s.closed { // a lane dialled in the background as the client closed
+		cn.close()
+		return ErrClosed
 	}
 	s.attachLocked(cn)
 	return nil
@@ -85,6 +117,7 @@ func (s *server) redialLater() {
 // attachLocked makes cn the live connection and watches it: a peer that
 // dies closes cn.done, and the server redials before anyone calls.
 func (s *server) attachLocked(cn *conn) {
+	s.everUp.Store(true)
 	s.cur.Store(cn)
 	s.down = nil
 	s.wg.Add(1)
@@ -130,7 +163,7 @@ func (s *server) redial() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, redialBound)
-		cn, err := dial(ctx, s.addr, s.cfg)
+		cn, err := dial(ctx, s.addr, s.cfg, s.g)
 		cancel()
 		s.mu.Lock()
 		if s.closed {
@@ -197,8 +230,15 @@ func (s *server) opErr(cn *conn, err error) error {
 	return s.lost
 }
 
-// close disconnects for good and waits for the background goroutines.
+// close disconnects every lane for good and waits for the background
+// goroutines.
 func (s *server) close() error {
+	var errs []error
+	s.each(func(l *server) { errs = append(errs, l.closeLane()) })
+	return errors.Join(errs...)
+}
+
+func (s *server) closeLane() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -219,12 +259,15 @@ func (s *server) close() error {
 
 // counters are the server's counters over all its connections.
 func (s *server) counters() Counters {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sum := s.retired
-	if cn := s.cur.Load(); cn != nil {
-		sum = sum.Add(cn.counters())
-	}
+	var sum Counters
+	s.each(func(l *server) {
+		l.mu.Lock()
+		sum = sum.Add(l.retired)
+		if cn := l.cur.Load(); cn != nil {
+			sum = sum.Add(cn.counters())
+		}
+		l.mu.Unlock()
+	})
 	return sum
 }
 

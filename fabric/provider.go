@@ -98,7 +98,7 @@ func lookup(addr string) (*url.URL, Provider, error) {
 	p := providers[u.Scheme]
 	providersMu.RUnlock()
 	if p == nil {
-		return nil, nil, fmt.Errorf("fabric: no provider for %q (have %v)", u.Scheme, Schemes())
+		return nil, nil, fmt.Errorf("fabric: address %q: %w", addr, NoProviderError(u.Scheme))
 	}
 	return u, p, nil
 }

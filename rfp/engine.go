@@ -27,6 +27,9 @@ type EngineConfig struct {
 	// QuietRingNS is the doorbell contract's QuietRing for this
 	// connection's fabric (QuietRingOf); 0 means QuietRing.
 	QuietRingNS int64
+	// SoftNIC: the fabric's NIC is a host thread (tcp), so ModeAuto
+	// starts with replies.
+	SoftNIC bool
 }
 
 // Result is one finished request. Value aliases the engine's local region
@@ -128,7 +131,7 @@ func NewEngine(local *fabric.Region, w Welcome, cfg EngineConfig) (*Engine, erro
 	}
 	e := &Engine{
 		local: local, mem: local.Bytes(), grant: w.Grant, layout: l, cfg: cfg,
-		policy:  cfg.Mode.Policy(cfg.HybridR),
+		policy:  cfg.Mode.Policy(cfg.HybridR, cfg.SoftNIC),
 		delay:   NewFetchDelay(cfg.FetchDelayNS),
 		nextSeq: make([]uint32, l.Partitions),
 		inRing:  make([]int, l.Partitions),

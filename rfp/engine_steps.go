@@ -38,7 +38,7 @@ func (e *Engine) Tick(now int64) {
 			var r Response
 			if st, _ := ParseResponse(e.mem[off:off+l.RespSlot], rec.seq, l.MaxValue, &r); st == SlotReady {
 				e.stats.Replied++
-				e.policy.OnDone(true, now-rec.sent)
+				e.policy.OnDone(true, now-rec.sent, now)
 				e.finish(idx, now, r)
 			} else {
 				next = now // keep polling local memory
@@ -174,7 +174,7 @@ func (e *Engine) onRead(idx int, now int64) {
 			e.next = min(e.next, now) // requests held behind it may fetch now
 		}
 		e.policy.OnFetch(true)
-		e.policy.OnDone(false, now-rec.sent)
+		e.policy.OnDone(false, now-rec.sent, now)
 		if e.auto != nil && rec.op == OpGet && r.Status == StatusOK {
 			e.auto.Observe(len(r.Value)) // only values teach RFS
 		}

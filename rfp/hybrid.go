@@ -1,38 +1,77 @@
 package rfp
 
 // Hybrid decides, per request, between fetching (RFP) and asking the server
-// to reply (the EuroSys RFP paper's hybrid mode). As in the paper, R
-// consecutive not-ready READs switch it to replies at once. Beyond that it
-// learns which mode answers faster on this connection: it keeps a moving
-// average of each mode's request latency, tries the mode it is not in for
-// probeLen requests after every probe wait, and settles on the faster.
-// A probe that loses doubles the wait before the next one (up to 64 times
-// ProbeOps); one that wins resets it. Where a READ costs a message, as over
-// tcp, replies win and hybrid settles on them; where READs are cheap (shm,
-// RDMA) fetching wins unless the server falls behind. A pure state machine.
+// to reply (the EuroSys RFP paper's hybrid mode), and keeps the mode that
+// serves this connection faster. It measures each mode's cost as wall
+// time per finished request while it is in that mode (so what it compares
+// is throughput on this connection and workload, not one request's
+// latency: with a window of requests in flight the two differ), tries the
+// mode it is not in for probeLen requests after every probe wait, and
+// settles on the cheaper. A probe that loses doubles the wait before the
+// next one (up to 64 times ProbeOps); one that wins resets it, and so
+// does a change of load: ProbeOps requests whose cost moved by more than
+// loadShift from the mode's last measure start a probe at once.
+// As in the paper, R consecutive not-ready READs switch it to replies at
+// once, unless fetching was measured cheaper since. A pure state machine.
 type Hybrid struct {
 	R        int // consecutive not-ready READs that switch to reply
 	ProbeOps int // requests between probes of the other mode, at first
 	replying bool
 	streak   int
 
-	mean       [2]int64 // latency moving average, ns: [fetch, reply]; 0 unknown
+	cost       [2]int64 // ns per finished request: [fetch, reply]; 0 unknown
+	phase      phase    // the mode being measured now
+	window     phase    // its last ProbeOps requests, to see the load change
 	probing    bool     // requests now go the other way, to measure it
 	probeLeft  int
 	untilProbe int
 	probeWait  int
 }
 
-// probeLen is how many requests a probe sends the other way: enough for
-// the moving average to forget that mode's older latency.
-const probeLen = 16
+// phase measures one mode's wall time per finished request.
+type phase struct {
+	n    int
+	busy int64 // ns between this phase's completions, idle gaps capped
+	last int64
+}
 
-// betterBy: a probed mode must be this much faster (in 1/8ths: 7/8 of the
-// current mode's latency) to take over, so noise does not flip modes.
+// idleGap caps what one gap between completions adds to a phase: a
+// connection idle between bursts is not slow.
+const idleGap = 2_000_000 // ns
+
+func (p *phase) add(now int64) {
+	if p.n > 0 {
+		p.busy += min(now-p.last, idleGap)
+	}
+	p.n++
+	p.last = now
+}
+
+// ns is the phase's cost per request; 0 if too few requests finished.
+func (p *phase) ns() int64 {
+	if p.n < 2 {
+		return 0
+	}
+	return max(p.busy/int64(p.n-1), 1)
+}
+
+// probeLen is how many requests a probe sends the other way, at least,
+// and probeNS how long it measures them, at least.
+const (
+	probeLen = 16
+	probeNS  = 500_000
+)
+
+// betterBy: a probed mode must be this much cheaper (in 1/8ths: 7/8 of
+// the current mode's cost) to take over, so noise does not flip modes.
 const betterBy = 7
 
-// NewHybrid returns a hybrid policy; r <= 0 and probe <= 0 take defaults
-// (3 and 256 requests).
+// loadShift: ProbeOps requests whose cost is this many times what the
+// mode last measured (or a fraction as small) mean the load changed.
+const loadShift = 2
+
+// NewHybrid returns a hybrid policy that starts by fetching; r <= 0 and
+// probe <= 0 take defaults (3 and 256 requests).
 func NewHybrid(r, probe int) *Hybrid {
 	if r <= 0 {
 		r = 3
@@ -42,6 +81,9 @@ func NewHybrid(r, probe int) *Hybrid {
 	}
 	return &Hybrid{R: r, ProbeOps: probe, probeWait: probe, untilProbe: probe}
 }
+
+// StartReplying makes a new policy begin with replies.
+func (h *Hybrid) StartReplying() { h.replying = true }
 
 // Reply says whether the next request should ask for a server reply.
 func (h *Hybrid) Reply() bool { return h.replying != h.probing }
@@ -53,52 +95,73 @@ func (h *Hybrid) OnFetch(ready bool) {
 		return
 	}
 	h.streak++
-	if h.streak >= h.R && !h.replying && !h.probing {
+	if h.streak >= h.R && !h.replying && !h.probing && !h.fetchCheaper() {
 		h.settle(true, false)
 	}
 }
 
-// OnDone records a finished request: whether the server replied, and its
-// latency from submission.
-func (h *Hybrid) OnDone(replied bool, ns int64) {
-	m := &h.mean[0]
-	if replied {
-		m = &h.mean[1]
+// fetchCheaper: fetching was measured clearly cheaper than replies.
+func (h *Hybrid) fetchCheaper() bool {
+	f, r := h.cost[0], h.cost[1]
+	return f > 0 && r > 0 && 8*f < betterBy*r
+}
+
+// OnDone records a finished request: whether the server replied, its
+// latency from submission, and the time now.
+func (h *Hybrid) OnDone(replied bool, _, now int64) {
+	if replied != h.Reply() {
+		return // sent before the last switch: not this phase's
 	}
-	if *m == 0 {
-		*m = max(ns, 1)
-	} else {
-		*m += (ns - *m) / 4
-	}
+	h.phase.add(now)
+	mode := b2i(replied)
 	if h.probing {
-		if h.probeLeft--; h.probeLeft <= 0 {
+		// A probe measures at least probeLen requests over probeNS, so a
+		// burst that a quiet server answers at once is not taken for its
+		// steady rate.
+		if h.probeLeft--; h.probeLeft <= 0 && h.phase.busy >= probeNS {
 			h.probing = false
-			other := !h.replying
-			if h.faster(other) {
-				h.settle(other, true)
+			h.cost[mode] = h.phase.ns()
+			h.phase = phase{}
+			if h.cost[mode] > 0 && (h.cost[1-mode] == 0 || 8*h.cost[mode] < betterBy*h.cost[1-mode]) {
+				h.settle(replied, true)
 			} else {
 				h.settle(h.replying, false)
 			}
 		}
 		return
 	}
+	h.window.add(now)
+	if h.window.n >= h.ProbeOps {
+		if ns, old := h.window.ns(), h.cost[mode]; old > 0 && (ns > loadShift*old || loadShift*ns < old) {
+			// The load changed: measure both modes again now, this one
+			// by its last requests.
+			h.probeWait, h.untilProbe = h.ProbeOps, 0
+			h.cost[mode], h.phase = ns, phase{}
+		}
+		h.window = phase{}
+	}
 	if h.untilProbe--; h.untilProbe <= 0 {
+		if ns := h.phase.ns(); ns > 0 {
+			h.cost[mode] = ns
+		}
+		h.phase, h.window = phase{}, phase{}
 		h.probing, h.probeLeft, h.streak = true, probeLen, 0
 	}
 }
 
-// faster says whether mode replying's latency beats the other's by betterBy.
-func (h *Hybrid) faster(replying bool) bool {
-	a, b := h.mean[0], h.mean[1]
-	if replying {
-		a, b = b, a
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
-	return a > 0 && (b == 0 || 8*a < betterBy*b)
+	return 0
 }
 
 // settle moves to a mode and schedules the next probe: ProbeOps after a
-// move the latencies justified (won), later and later after others.
+// move the costs justified (won), later and later after others.
 func (h *Hybrid) settle(replying, won bool) {
+	if replying != h.replying {
+		h.phase, h.window = phase{}, phase{}
+	}
 	h.replying, h.streak = replying, 0
 	if won {
 		h.probeWait = h.ProbeOps

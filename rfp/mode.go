@@ -1,6 +1,9 @@
 package rfp
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Mode is how a client gets its results.
 type Mode uint8
@@ -12,20 +15,22 @@ const (
 	ModeReply
 	// ModeHybrid: fetch, and switch to replies while fetching does not pay.
 	ModeHybrid
-	// ModeAuto is what a client picks when not told (Resolve): RFP where
-	// the server's NIC serves READs without its CPU (shm, RDMA), hybrid
-	// where a READ costs that CPU a message, as a reply does (tcp).
+	// ModeAuto is what a client picks when not told: RFP where the
+	// server's NIC serves READs without its CPU (shm, RDMA); hybrid,
+	// starting with replies and keeping whichever mode serves the
+	// connection faster by measured cost alone, where a READ costs that
+	// CPU a message, as a reply does (tcp). On shm a per-connection
+	// measure misleads: a process's connections share the server's cores,
+	// and measured one by one, replies looked cheaper where they cost the
+	// server 4x more per operation (results/README.md).
 	ModeAuto
 )
 
 // Resolve is the mode a client runs: m, or for ModeAuto the one that
 // suits a fabric whose NIC is (softNIC) or is not a host thread.
 func (m Mode) Resolve(softNIC bool) Mode {
-	if m != ModeAuto {
+	if m != ModeAuto || softNIC {
 		return m
-	}
-	if softNIC {
-		return ModeHybrid
 	}
 	return ModeRFP
 }
@@ -69,18 +74,27 @@ type ReplyPolicy interface {
 	// OnFetch records one fetch READ that found the result ready or not.
 	OnFetch(ready bool)
 	// OnDone records one finished request: whether the server replied,
-	// and its latency from submission in nanoseconds.
-	OnDone(replied bool, ns int64)
+	// its latency from submission and the time now, in nanoseconds.
+	OnDone(replied bool, ns, now int64)
 }
 
 // Policy is mode m's reply policy; hybridR is Hybrid's not-ready streak
-// (0: default).
-func (m Mode) Policy(hybridR int) ReplyPolicy {
+// (0: default); startReply begins ModeAuto with replies.
+func (m Mode) Policy(hybridR int, startReply bool) ReplyPolicy {
 	switch m {
 	case ModeReply:
 		return alwaysReply{}
 	case ModeHybrid:
 		return NewHybrid(hybridR, 0)
+	case ModeAuto:
+		// Auto (on a soft NIC; see Resolve) goes by measured cost alone:
+		// no miss streak moves it.
+		h := NewHybrid(hybridR, 0)
+		h.R = math.MaxInt
+		if startReply {
+			h.StartReplying()
+		}
+		return h
 	}
 	return neverReply{}
 }
@@ -88,13 +102,13 @@ func (m Mode) Policy(hybridR int) ReplyPolicy {
 // neverReply is ModeRFP: every result is fetched.
 type neverReply struct{}
 
-func (neverReply) Reply() bool        { return false }
-func (neverReply) OnFetch(bool)       {}
-func (neverReply) OnDone(bool, int64) {}
+func (neverReply) Reply() bool               { return false }
+func (neverReply) OnFetch(bool)              {}
+func (neverReply) OnDone(bool, int64, int64) {}
 
 // alwaysReply is ModeReply: the server WRITEs every result.
 type alwaysReply struct{}
 
-func (alwaysReply) Reply() bool        { return true }
-func (alwaysReply) OnFetch(bool)       {}
-func (alwaysReply) OnDone(bool, int64) {}
+func (alwaysReply) Reply() bool               { return true }
+func (alwaysReply) OnFetch(bool)              {}
+func (alwaysReply) OnDone(bool, int64, int64) {}

@@ -34,51 +34,68 @@ func TestHybridSwitches(t *testing.T) {
 	if !h.Reply() {
 		t.Fatal("not replying after R misses")
 	}
+	now := int64(0)
 	for i := 0; i < 4; i++ {
-		h.OnDone(true, 50_000)
+		now += 50_000
+		h.OnDone(true, 50_000, now)
 	}
 	if h.Reply() {
 		t.Fatal("no probe after ProbeOps replies")
 	}
-	// The probe finds fetching faster: hybrid settles on it.
+	// The probe finds fetching cheaper: hybrid settles on it, and a
+	// streak of misses no longer moves it.
 	for i := 0; i < probeLen; i++ {
+		now += 10_000
 		h.OnFetch(true)
-		h.OnDone(false, 10_000)
+		h.OnDone(false, 10_000, now)
 	}
 	if h.Reply() {
 		t.Fatal("left fetch mode though fetching pays")
 	}
+	for i := 0; i < 3; i++ {
+		h.OnFetch(false)
+	}
+	if h.Reply() {
+		t.Fatal("a miss streak overrode the measured cheaper mode")
+	}
 }
 
-// run sends n requests through h, each taking fetchNS or replyNS by the
+// clock is a closed loop of one caller: each request ends when the
+// previous one did plus its cost in the mode h picked.
+type clock struct{ now int64 }
+
+// run sends n requests through h, each costing fetchNS or replyNS by the
 // mode h picks, and returns how many asked for replies.
-func run(h *Hybrid, n int, fetchNS, replyNS int64) (replies int) {
+func (c *clock) run(h *Hybrid, n int, fetchNS, replyNS int64) (replies int) {
 	for i := 0; i < n; i++ {
 		if h.Reply() {
 			replies++
-			h.OnDone(true, replyNS)
+			c.now += replyNS
+			h.OnDone(true, replyNS, c.now)
 		} else {
 			h.OnFetch(true)
-			h.OnDone(false, fetchNS)
+			c.now += fetchNS
+			h.OnDone(false, fetchNS, c.now)
 		}
 	}
 	return replies
 }
 
-// Where replies answer faster (a READ costs a message: tcp), hybrid
+// Where replies serve faster (a READ costs a message: tcp), hybrid
 // settles on them without a single not-ready READ, and probes fetching
 // ever more rarely; where fetching is faster (shm, RDMA) it stays there.
 func TestHybridLearnsFasterMode(t *testing.T) {
+	var c clock
 	h := NewHybrid(3, 256)
-	run(h, 256+probeLen, 100_000, 50_000) // fetch, then a probe of replies
+	c.run(h, 256+probeLen, 100_000, 50_000) // fetch, then a probe of replies
 	if !h.Reply() {
 		t.Fatal("not replying after replies proved twice as fast")
 	}
-	if r := run(h, 10_000, 100_000, 50_000); r < 9_800 {
+	if r := c.run(h, 10_000, 100_000, 50_000); r < 9_800 {
 		t.Fatalf("%d of 10,000 requests replied; want nearly all", r)
 	}
 	h = NewHybrid(3, 256)
-	if r := run(h, 10_000, 2_000, 5_000); r > 200 {
+	if r := c.run(h, 10_000, 2_000, 5_000); r > 1_000 { // probes of at least probeNS
 		t.Fatalf("%d of 10,000 requests replied though fetching is faster", r)
 	}
 	if h.Reply() {
@@ -87,9 +104,53 @@ func TestHybridLearnsFasterMode(t *testing.T) {
 	// Within the noise margin nothing moves: a mode changes only for a
 	// clear gain.
 	h = NewHybrid(3, 256)
-	run(h, 10_000, 10_000, 9_500)
+	c.run(h, 10_000, 10_000, 9_500)
 	if h.Reply() {
 		t.Fatal("moved to replies for a 5% gain")
+	}
+}
+
+// When the load changes, hybrid looks again soon: a mode that lost a probe
+// long ago wins it once it is the cheaper one.
+func TestHybridFollowsLoad(t *testing.T) {
+	var c clock
+	h := NewHybrid(3, 256)
+	c.run(h, 20_000, 2_000, 5_000) // fetching cheaper: probes grow rare
+	if h.Reply() {
+		t.Fatal("replying though fetching is cheaper")
+	}
+	// Now fetching costs 10x more (say, each request waits behind a
+	// window of others), replies half of that.
+	if r := c.run(h, 4_000, 20_000, 10_000); r < 2_000 {
+		t.Fatalf("%d of 4,000 requests replied after the load changed; want most", r)
+	}
+	if !h.Reply() {
+		t.Fatal("not replying after the load made replies cheaper")
+	}
+}
+
+// Idle gaps between bursts do not count against the mode in use.
+func TestHybridIgnoresIdleGaps(t *testing.T) {
+	var p phase
+	p.add(0)
+	p.add(1_000)
+	p.add(1_000 + 50*idleGap) // the caller went quiet
+	p.add(2_000 + 50*idleGap)
+	if got := p.ns(); got > (idleGap+2_000)/3+1 {
+		t.Fatalf("cost %d ns per request: the idle gap counted in full", got)
+	}
+}
+
+// Auto starts with replies only where the NIC is a host thread.
+func TestAutoStartsByFabric(t *testing.T) {
+	if ModeAuto.Policy(0, false).Reply() {
+		t.Fatal("auto on shm/RDMA starts with replies")
+	}
+	if !ModeAuto.Policy(0, true).Reply() {
+		t.Fatal("auto on tcp starts by fetching")
+	}
+	if ModeHybrid.Policy(0, true).Reply() {
+		t.Fatal("hybrid starts with replies (the paper's starts by fetching)")
 	}
 }
 

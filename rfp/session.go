@@ -96,11 +96,21 @@ func (s *Session) BellSource() int {
 	return -1
 }
 
-func (s *Session) Close() error {
+func (s *Session) Close() error { return s.CloseBy(time.Time{}) }
+
+// CloseBy is Close, with the connection's wait for what it owes the
+// client (fabric.CloseBy) ending by deadline; zero: the fabric's own
+// bound.
+func (s *Session) CloseBy(deadline time.Time) error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	err := s.conn.Close()
+	var err error
+	if deadline.IsZero() {
+		err = s.conn.Close()
+	} else {
+		err = fabric.CloseBy(s.conn, deadline)
+	}
 	s.grant.Close()
 	if s.release != nil {
 		s.release()

@@ -11,7 +11,9 @@ from pymemcache.client.base import Client
 CLIENTS, ROUNDS = 4, 250
 host, port = sys.argv[1].rsplit(":", 1)
 addr = (host, int(port))
-setup = Client(addr, timeout=5)
+# default_noreply=False: pymemcache's sets are fire-and-forget by default,
+# and a worker's first incr could then overtake the set that creates the key.
+setup = Client(addr, timeout=5, default_noreply=False)
 setup.set("race:cas", b"0")
 setup.set("race:ctr", b"0")
 conflicts = [0] * CLIENTS
@@ -20,9 +22,10 @@ errors = []
 
 def worker(i):
     try:
-        c = Client(addr, timeout=5)
+        c = Client(addr, timeout=5, default_noreply=False)
         for _ in range(ROUNDS):
-            c.incr("race:ctr", 1)
+            if c.incr("race:ctr", 1) is None:
+                errors.append("incr: NOT_FOUND")
             while True:
                 value, cas = c.gets("race:cas")
                 if c.cas("race:cas", str(int(value) + 1).encode(), cas):

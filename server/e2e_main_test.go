@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	_ "github.com/jakiro-kv/jakiro/fabric/providers" // the fabrics the tests dial
-	"github.com/jakiro-kv/jakiro/internal/fabricbench"
-	"github.com/jakiro-kv/jakiro/internal/servertest"
 	"github.com/jakiro-kv/jakiro/rfp"
 	"github.com/jakiro-kv/jakiro/server"
+	"github.com/jakiro-kv/jakiro/server/servertest"
 )
 
 // The end-to-end tests run the server, and some clients, as separate
@@ -48,6 +48,10 @@ func TestMain(m *testing.M) {
 		os.Exit(victimChild())
 	case "replyhog":
 		os.Exit(replyHogChild())
+	case "tcpattack":
+		os.Exit(attackChild())
+	case "shmflag":
+		os.Exit(shmFlagChild())
 	}
 	os.Exit(m.Run())
 }

@@ -254,6 +254,9 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) shutdown() error {
+	// Connections give the answers they owe their clients this long in
+	// all, whatever the clients do: SIGTERM ends the server within 2 s.
+	drainBy := time.Now().Add(shutdownDrain)
 	s.mu.Lock()
 	close(s.stop) // under mu: add publishes nothing after this
 	s.mu.Unlock()
@@ -271,15 +274,16 @@ func (s *Server) shutdown() error {
 	}
 	s.watchers.Wait()
 	s.bg.Wait()
-	s.closePeers()
+	s.closePeers(drainBy)
 	s.store.Close()
 	return err
 }
 
 // closePeers closes every client still connected, a few at a time: with
 // thousands connected, one by one (and republishing the list after each)
-// would hold a SIGTERM for seconds.
-func (s *Server) closePeers() {
+// would hold a SIGTERM for seconds. Their connections stop waiting on
+// slow clients at drainBy, all together.
+func (s *Server) closePeers(drainBy time.Time) {
 	s.mu.Lock()
 	peers := make([]*peer, 0, len(s.peers))
 	for _, c := range s.peers {
@@ -293,7 +297,7 @@ func (s *Server) closePeers() {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(peers); i += closers {
-				peers[i].sess.Close()
+				peers[i].sess.CloseBy(drainBy)
 				s.clients.Add(-1)
 			}
 		}()
@@ -303,6 +307,10 @@ func (s *Server) closePeers() {
 
 // closers close clients in parallel at shutdown.
 const closers = 4
+
+// shutdownDrain bounds, from SIGTERM, how long the connections closed at
+// shutdown wait for their clients to take what they are owed.
+const shutdownDrain = time.Second
 
 // stuckPartitionWait bounds how long Close waits for the partitions: they
 // stop within a pass unless a fabric call holds one.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/jakiro-kv/jakiro/client"
 	"github.com/jakiro-kv/jakiro/fabric"
-	"github.com/jakiro-kv/jakiro/internal/fabricbench"
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	"github.com/jakiro-kv/jakiro/rfp"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/client"
-	"github.com/jakiro-kv/jakiro/internal/servertest"
 	"github.com/jakiro-kv/jakiro/server"
+	"github.com/jakiro-kv/jakiro/server/servertest"
 )
 
 // go-ycsb loads and runs over three server processes named in one

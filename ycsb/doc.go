@@ -2,11 +2,11 @@
 //
 // Importing it registers two go-ycsb databases (ycsb.RegisterDBCreator):
 //
-//   - "jakiro": go-ycsb threads share a few clients, over any fabric URL
-//     (thread i uses client i mod jakiro.conns: whichever thread polls a
-//     connection fetches the answers of all its threads).
-//     Properties: jakiro.conns (clients; default: one per thread up to 4
-//     threads per GOMAXPROCS, else 2 per GOMAXPROCS), jakiro.addr (fabric URL, default shm:///tmp/jakiro.sock;
+//   - "jakiro": go-ycsb threads share one client.Client, over any fabric
+//     URL, which spreads them over its connections and drives them as it
+//     does for any program with many goroutines.
+//     Properties: jakiro.conns (override: N clients, thread i uses client
+//     i mod N), jakiro.addr (fabric URL, default shm:///tmp/jakiro.sock;
 //     a comma-separated list spreads keys over many servers, see
 //     client.Dial),
 //     jakiro.mode (rfp|reply|hybrid), jakiro.rfs (bytes, or auto),

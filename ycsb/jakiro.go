@@ -30,12 +30,12 @@ func (jakiroCreator) Create(p *properties.Properties) (goycsb.DB, error) {
 	return NewJakiroDB(cfg), nil
 }
 
-// JakiroDB is the go-ycsb driver. go-ycsb threads share its clients:
-// thread i uses client i mod Conns (dialled by the first thread that
-// needs it). A Client serves many goroutines: whichever of them polls
-// the connection fetches every answer on it, so a thousand threads cost a
-// few connections with many requests each, not a thousand connections
-// that each need their own thread's turn to poll.
+// JakiroDB is the go-ycsb driver. go-ycsb threads share one client (or,
+// with jakiro.conns=N, thread i uses client i mod N, dialled by the first
+// thread that needs it). A Client serves many goroutines: it spreads
+// them over its lanes, and one caller at a time drives each group of
+// connections for all of them, so a thousand threads cost a few
+// connections with many requests each.
 type JakiroDB struct {
 	cfg JakiroConfig
 

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/jakiro-kv/jakiro/internal/servertest"
+	"github.com/jakiro-kv/jakiro/server/servertest"
 )
 
 // The multi-server test runs servers as processes: this binary re-executed.

@@ -2,7 +2,6 @@ package ycsb
 
 import (
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -74,38 +73,15 @@ func ParseJakiroConfig(p *properties.Properties) (JakiroConfig, error) {
 	return c, nil
 }
 
-// By default (jakiro.conns=auto) each go-ycsb thread has its own client
-// while there are at most ownConnsPerProc threads per P; more threads
-// share sharedConnsPerProc clients per P. Measured on 2 Ps, read-only
-// (ycsbthreads, two runs): 8 threads did best on their own connections
-// (325-354 k ops/s vs 263-301 k on 4); 64 to 1,024 threads on 4
-// connections (300-337 k, 259-280 k, 192-257 k at 64, 256, 1,024) rather
-// than 8 (290-301 k, 270-276 k, 140-163 k): each connection's window then
-// stays full, and fewer connections mean fewer places to poll.
-const (
-	ownConnsPerProc    = 4
-	sharedConnsPerProc = 2
-)
-
 // conns is how many clients the go-ycsb threads share: Conns if set
-// (never more than the threads), else see ownConnsPerProc.
+// (never more than the threads), else one: a client.Client spreads its
+// callers over connections (lanes) and drives them itself, as it does for
+// any program with many goroutines.
 func (c JakiroConfig) conns(threads int) int {
 	if c.Conns > 0 {
 		return max(1, min(c.Conns, threads))
 	}
-	procs := runtime.GOMAXPROCS(0)
-	if strings.HasPrefix(c.Addr, "tcp://") {
-		// Over tcp every send and every read of a connection is a system
-		// call on both sides: threads sharing a connection share them (a
-		// batch goes out in one send). Measured on 2 Ps, reply mode, 95/5
-		// zipfian: 4 threads on 1 connection 23-26 k ops/s, on 2 18 k, on
-		// 4 12-14 k; 64 threads 17-25 k on 1 to 8 (noise).
-		return max(1, min(threads, procs/2))
-	}
-	if threads <= ownConnsPerProc*procs {
-		return max(1, threads)
-	}
-	return sharedConnsPerProc * procs
+	return 1
 }
 
 // ParseRFS reads a remote fetch size: bytes, or "auto" (0).

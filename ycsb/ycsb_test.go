@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -274,23 +273,18 @@ func TestThreadsShareClients(t *testing.T) {
 	}
 }
 
-// jakiro.conns=auto: on tcp threads share a client per 2 Ps (each send and
-// read is a system call there); elsewhere a client per thread up to
-// ownConnsPerProc threads per P.
-func TestAutoConnsPerFabric(t *testing.T) {
-	procs := runtime.GOMAXPROCS(0)
-	tcp := JakiroConfig{Addr: "tcp://127.0.0.1:7"}
-	if got, want := tcp.conns(64), max(1, procs/2); got != want {
-		t.Errorf("tcp, 64 threads: %d clients, want %d", got, want)
-	}
-	if got := tcp.conns(1); got != 1 {
-		t.Errorf("tcp, 1 thread: %d clients", got)
-	}
-	shm := JakiroConfig{Addr: "shm:///tmp/x.sock"}
-	if got := shm.conns(4); got != 4 {
-		t.Errorf("shm, 4 threads: %d clients, want 4", got)
+// jakiro.conns=auto: every thread shares one client (it spreads them
+// over its lanes); jakiro.conns=N: N clients.
+func TestAutoConns(t *testing.T) {
+	for _, addr := range []string{"tcp://127.0.0.1:7", "shm:///tmp/x.sock"} {
+		if got := (JakiroConfig{Addr: addr}).conns(64); got != 1 {
+			t.Errorf("%s, 64 threads: %d clients, want 1", addr, got)
+		}
 	}
 	if got := (JakiroConfig{Addr: "tcp://h:1", Conns: 3}).conns(8); got != 3 {
 		t.Errorf("jakiro.conns=3 gave %d clients", got)
+	}
+	if got := (JakiroConfig{Addr: "tcp://h:1", Conns: 3}).conns(2); got != 2 {
+		t.Errorf("jakiro.conns=3 with 2 threads gave %d clients", got)
 	}
 }

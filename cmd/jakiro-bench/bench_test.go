@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jakiro-kv/jakiro/internal/fabricbench"
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 )
 
 // Servers under test are this test binary, re-executed.

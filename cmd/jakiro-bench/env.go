@@ -7,9 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/jakiro-kv/jakiro/client"
 )
 
 // env is what every experiment gets: where to write, how long each point
@@ -30,6 +33,17 @@ type env struct {
 	IdleAtStart float64
 	M           machineInfo
 	Log         io.Writer
+	// The scale experiment's server partition counts, load processes and
+	// loads (connections per process x window).
+	ScaleParts []int
+	ScaleProcs int
+	ScaleLoads [][2]int
+	// compare, comparetcp: which systems, at which go-ycsb thread counts,
+	// and memcached's worker threads.
+	ClientMode     client.Mode // callers, scale
+	CompareSystems []string
+	YCSBThreads    []int
+	ExtThreads     int
 }
 
 func commonFlags() []cli.Flag {
@@ -43,15 +57,43 @@ func commonFlags() []cli.Flag {
 		&cli.IntFlag{Name: "client-procs", Value: 1, Usage: "GOMAXPROCS of the load generator"},
 		&cli.BoolFlag{Name: "quick", Usage: "fewer points (smoke test)"},
 		&cli.IntFlag{Name: "reps", Value: 3, Usage: "interleaved repetitions of every point (its median, min and max are reported)"},
+		&cli.StringFlag{Name: "scale-partitions", Usage: "scale: server partition counts, e.g. 1,2,4,8 (default: half the cores, at most 8)"},
+		&cli.IntFlag{Name: "scale-procs", Usage: "scale: load processes N, and the one-process shape's GOMAXPROCS (default: half the cores, at most 8)"},
+		&cli.StringFlag{Name: "scale-loads", Value: "8x1,1x8", Usage: "scale: connections per load process x window, e.g. 8x1,1x8"},
+		&cli.StringFlag{Name: "client-mode", Value: "auto", Usage: "callers, scale: the load's client mode (auto, rfp, reply, hybrid)"},
+		&cli.StringFlag{Name: "compare-systems", Usage: "compare, comparetcp: only these systems (comma-separated names, e.g. jakiro-defaults,memcached,noop)"},
+		&cli.StringFlag{Name: "ycsb-threads", Usage: "compare, comparetcp: go-ycsb thread counts (default: the experiment's)"},
+		&cli.IntFlag{Name: "ext-threads", Value: 1, Usage: "compare, comparetcp: memcached worker threads (-t)"},
 		&cli.DurationFlag{Name: "quiet-wait", Value: 45 * time.Second, Usage: "before each experiment, wait up to this long for the machine to be 80% idle"},
 	}
 }
 
-func newEnv(c *cli.Context) *env {
+func newEnv(c *cli.Context) (*env, error) {
 	runtime.GOMAXPROCS(c.Int("client-procs"))
-	return &env{Ctx: c.Context, Out: c.String("out"), Addr: c.String("addr"), Duration: c.Duration("duration"),
+	parts, err := parseInts(c.String("scale-partitions"))
+	if err != nil {
+		return nil, fmt.Errorf("--scale-partitions: %w", err)
+	}
+	loads, err := parseLoads(c.String("scale-loads"))
+	if err != nil {
+		return nil, fmt.Errorf("--scale-loads: %w", err)
+	}
+	threads, err := parseInts(c.String("ycsb-threads"))
+	if err != nil {
+		return nil, fmt.Errorf("--ycsb-threads: %w", err)
+	}
+	mode, err := client.ParseMode(c.String("client-mode"))
+	if err != nil {
+		return nil, err
+	}
+	var systems []string
+	if s := c.String("compare-systems"); s != "" {
+		systems = strings.Split(s, ",")
+	}
+	return &env{ScaleParts: parts, ScaleProcs: c.Int("scale-procs"), ScaleLoads: loads,
+		ClientMode: mode, CompareSystems: systems, YCSBThreads: threads, ExtThreads: c.Int("ext-threads"), Ctx: c.Context, Out: c.String("out"), Addr: c.String("addr"), Duration: c.Duration("duration"),
 		Warmup: c.Duration("warmup"), Keys: c.Int("keys"), Partitions: c.Int("partitions"), Quick: c.Bool("quick"), Reps: max(1, c.Int("reps")),
-		QuietWait: c.Duration("quiet-wait"), M: getMachineInfo(), Log: os.Stdout}
+		QuietWait: c.Duration("quiet-wait"), M: getMachineInfo(), Log: os.Stdout}, nil
 }
 
 func (e *env) logf(format string, args ...any) { fmt.Fprintf(e.Log, format+"\n", args...) }
@@ -62,7 +104,13 @@ func (e *env) reps() int { return max(1, e.Reps) }
 // server starts a server for an experiment (or uses --addr), preloads ks
 // and calls f with its address.
 func (e *env) server(o serverOpts, ks *keySet, f func(addr string) error) error {
-	addr := e.Addr
+	return e.serverProc(o, ks, func(addr string, _ int) error { return f(addr) })
+}
+
+// serverProc is server, also passing the server's process ID (0 when
+// --addr names a server this run did not start).
+func (e *env) serverProc(o serverOpts, ks *keySet, f func(addr string, pid int) error) error {
+	addr, pid := e.Addr, 0
 	if o.Partitions == 0 && !o.Defaults {
 		o.Partitions = e.Partitions
 	}
@@ -73,7 +121,7 @@ func (e *env) server(o serverOpts, ks *keySet, f func(addr string) error) error 
 			return err
 		}
 		defer p.Stop()
-		addr = p.Addr
+		addr, pid = p.Addr, p.cmd.Process.Pid
 	}
 	if ks != nil {
 		t := time.Now()
@@ -82,7 +130,7 @@ func (e *env) server(o serverOpts, ks *keySet, f func(addr string) error) error 
 		}
 		e.logf("  preloaded %d items (%s values) in %v", len(ks.keys), fmtMean(ks), time.Since(t).Round(time.Millisecond))
 	}
-	return f(addr)
+	return f(addr, pid)
 }
 
 func fmtMean(ks *keySet) string { return fmt.Sprintf("mean %.1f B", ks.meanSize()) }

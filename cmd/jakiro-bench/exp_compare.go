@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,7 +99,29 @@ func runCompare(e *env) error {
 		threads = []int{4}
 		systems = []system{compareSystems[0], compareSystems[1], compareSystems[len(compareSystems)-1]}
 	}
-	return compareRun(e, "compare", "jakiro: server process on the shm fabric", systems, threads)
+	return compareRun(e, "compare", "jakiro: server process on the shm fabric", e.pickSystems(systems), e.pickThreads(threads))
+}
+
+// pickSystems keeps the systems --compare-systems names (all if unset).
+func (e *env) pickSystems(all []system) []system {
+	if len(e.CompareSystems) == 0 {
+		return all
+	}
+	var out []system
+	for _, s := range all {
+		if slices.Contains(e.CompareSystems, s.name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// pickThreads is --ycsb-threads, else the experiment's own.
+func (e *env) pickThreads(def []int) []int {
+	if len(e.YCSBThreads) > 0 {
+		return e.YCSBThreads
+	}
+	return def
 }
 
 // runCompareTCP: the same over loopback tcp, every Jakiro client mode, at
@@ -109,7 +132,7 @@ func runCompareTCP(e *env) error {
 		threads = []int{1}
 		systems = []system{compareTCPSystems[0], compareTCPSystems[len(compareTCPSystems)-1]}
 	}
-	return compareRun(e, "compare_tcp", "jakiro: server process on tcp://127.0.0.1 at its defaults; jakiro-tcp-*: the driver's mode", systems, threads)
+	return compareRun(e, "compare_tcp", "jakiro: server process on tcp://127.0.0.1 at its defaults; jakiro-tcp-*: the driver's mode", e.pickSystems(systems), e.pickThreads(threads))
 }
 
 // compareRun runs one go-ycsb workload (95% GET / 5% PUT, zipfian, 16 B
@@ -123,30 +146,32 @@ func compareRun(e *env, name, jakiroNote string, systems []system, threads []int
 	base, source := paperProps("paper-zipfian")
 	records := min(e.Keys, int(base.GetInt64("recordcount", 100000)))
 	ops := map[string]map[int][]float64{}
-	last := map[string]map[int]*ycsb.Result{}
+	last := map[string]map[int]compareResult{}
+	cpus := map[string]map[int][]float64{} // the load generator's (client's) CPU µs per op
 	for _, s := range systems {
-		ops[s.name], last[s.name] = map[int][]float64{}, map[int]*ycsb.Result{}
+		ops[s.name], last[s.name], cpus[s.name] = map[int][]float64{}, map[int]compareResult{}, map[int][]float64{}
 	}
 	for rep := 0; rep < e.reps(); rep++ {
 		for _, s := range systems {
-			if err := compareOne(e, s, base, records, threads, runDur, rep, func(th int, r *ycsb.Result) {
+			if err := compareOne(e, s, base, records, threads, runDur, rep, func(th int, r compareResult) {
 				ops[s.name][th] = append(ops[s.name][th], r.OpsPerSec())
 				last[s.name][th] = r
+				cpus[s.name][th] = append(cpus[s.name][th], r.cpuPerOp())
 			}); err != nil {
 				return err
 			}
 		}
 	}
 	t := &table{Name: name, Cols: append(append([]string{"system", "threads", "reps"}, spreadCols("ops_per_sec")...),
-		"p50_us", "p99_us", "errors", "round_trips_per_op", "vs_best_tuned", "vs_redis", "vs_memcached", "vs_noop"),
+		"p50_us", "p99_us", "errors", "round_trips_per_op", "client_us_per_op", "vs_best_tuned", "vs_redis", "vs_memcached", "vs_noop"),
 		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d), batch.size=1", records),
 			fmt.Sprintf("go-ycsb v1.0.1 core workload in this process; run phase bounded to %v per point; each point the median of %d interleaved repetitions (min, max beside)", runDur, e.reps()),
 			systems[0].name + ": " + systems[0].srv.withDefaults().String() + "; jakiro-* tuned: " + tunedSettings(systems),
-			jakiroNote + "; driver defaults otherwise (jakiro.mode=auto: rfp on shm, hybrid on tcp; jakiro.rfs=auto; jakiro.conns=auto: on shm a client per thread up to 4 threads per GOMAXPROCS of the load generator, else 2 clients per GOMAXPROCS shared, on tcp a client per 2 GOMAXPROCS)",
+			jakiroNote + "; driver defaults otherwise (jakiro.mode=auto: hybrid, starting by fetching on shm and with replies on tcp; jakiro.rfs=auto; jakiro.conns=auto: one client.Client shared by every thread)",
 			"redis: redis-server --save '' --appendonly no --io-threads 1 on 127.0.0.1 (go-ycsb's redis driver, its default hash datatype: HSET/HMGET)",
-			"memcached: memcached -t 1 -m 512 on 127.0.0.1 (jakiro-bench's gomemcache driver, compact records)",
+			fmt.Sprintf("memcached: memcached -t %d -m 512 on 127.0.0.1 (jakiro-bench's gomemcache driver, compact records)", max(1, e.ExtThreads)),
 			"noop: go-ycsb's basic database, silent: the load generator's own ceiling here",
-			"latency columns: the last repetition's; vs_* columns: ratios of medians (vs_best_tuned: the best jakiro-* tuned median at the same threads)"}}
+			"latency columns: the last repetition's; client_us_per_op: this process's CPU (go-ycsb and the driver) per operation, median; vs_* columns: ratios of medians (vs_best_tuned: the best jakiro-* tuned median at the same threads)"}}
 	var labels []string
 	for _, th := range threads {
 		labels = append(labels, fmt.Sprintf("%d threads", th))
@@ -172,7 +197,7 @@ func compareRun(e *env, name, jakiroNote string, systems []system, threads []int
 				best = fmt.Sprintf("%.2f", sp.Med/b)
 			}
 			t.add(append(append([]any{s.name, th, sp.N}, sp.vals()...), float64(r.Total.ValueAtQuantile(50))/1e3,
-				float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors, trips, best, ratio("redis"), ratio("memcached"), ratio("noop"))...)
+				float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors, trips, spreadOf(cpus[s.name][th]).Med, best, ratio("redis"), ratio("memcached"), ratio("noop"))...)
 			sr.addSpread(float64(i), spread{Med: sp.Med / 1e6, Min: sp.Min / 1e6, Max: sp.Max / 1e6, N: sp.N})
 		}
 		ss = append(ss, sr)
@@ -210,7 +235,7 @@ func bestTuned(systems []system, ops map[string]map[int][]float64, th int) float
 }
 
 // compareOne starts a system, loads it and runs every thread count once.
-func compareOne(e *env, s system, base *properties.Properties, records int, threads []int, runDur time.Duration, rep int, got func(int, *ycsb.Result)) error {
+func compareOne(e *env, s system, base *properties.Properties, records int, threads []int, runDur time.Duration, rep int, got func(int, compareResult)) error {
 	p := properties.NewProperties()
 	p.Merge(base)
 	p.Set("recordcount", fmt.Sprint(records))
@@ -238,7 +263,11 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 	case s.db == "basic":
 		p.Set("basicdb.verbose", "false")
 	default:
-		x, err := startExternalThreads(s.db, max(1, s.mcThreads))
+		mt := e.ExtThreads
+		if s.mcThreads > 0 {
+			mt = s.mcThreads
+		}
+		x, err := startExternal(s.db, mt)
 		if err != nil {
 			return err
 		}
@@ -257,16 +286,31 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 	}
 	for _, th := range threads {
 		p.Set("threadcount", fmt.Sprint(th))
+		cpu0 := selfCPU()
 		r, err := ycsb.Run(e.Ctx, ycsb.RunConfig{DB: s.db, Props: p, Duration: runDur})
 		if err != nil {
 			return fmt.Errorf("%s run: %w", s.name, err)
 		}
-		got(th, r)
-		e.logf("  rep %d %-19s %3d threads: %9.0f ops/s  p50 %7.2f µs  p99 %8.2f µs  errors %d", rep+1, s.name, th, r.OpsPerSec(),
-			float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors)
+		cpu := selfCPU() - cpu0
+		got(th, compareResult{r, cpu})
+		e.logf("  rep %d %-19s %3d threads: %9.0f ops/s  p50 %7.2f µs  p99 %8.2f µs  client %.2f µs/op  errors %d", rep+1, s.name, th, r.OpsPerSec(),
+			float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3, compareResult{r, cpu}.cpuPerOp(), r.Errors)
 		if r.Errors > 0 {
 			e.logf("    first error: %v", r.FirstError)
 		}
 	}
 	return nil
+}
+
+// compareResult is one go-ycsb run and this process's CPU time over it.
+type compareResult struct {
+	*ycsb.Result
+	cpu time.Duration
+}
+
+func (r compareResult) cpuPerOp() float64 {
+	if r.Ops == 0 {
+		return 0
+	}
+	return float64(r.cpu.Nanoseconds()) / 1e3 / float64(r.Ops)
 }

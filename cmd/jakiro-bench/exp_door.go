@@ -38,9 +38,9 @@ func runDoor(e *env) error {
 					pts[s.name] = &point{}
 				}
 				pt := pts[s.name]
-				if err := compareOne(e, s, base, records, []int{pair.threads}, runDur, rep, func(_ int, r *ycsb.Result) {
+				if err := compareOne(e, s, base, records, []int{pair.threads}, runDur, rep, func(_ int, r compareResult) {
 					pt.ops = append(pt.ops, r.OpsPerSec())
-					pt.last = r
+					pt.last = r.Result
 				}); err != nil {
 					return err
 				}

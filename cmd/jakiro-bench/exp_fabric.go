@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/jakiro-kv/jakiro/fabric"
-	"github.com/jakiro-kv/jakiro/internal/fabricbench"
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 )
 
 // runFabric: raw one-sided 32 B READs and WRITEs against a passive target

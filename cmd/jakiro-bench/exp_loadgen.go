@@ -16,12 +16,14 @@ var allModes = []client.Mode{client.ModeRFP, client.ModeReply, client.ModeHybrid
 // loadCols are the CSV columns every loadgen row ends with.
 // loadavg1 is the machine's 1-minute load average after the point: other
 // work on a 2-core box skews busy-polling results badly.
-var loadCols = []string{"mops", "p50_us", "p99_us", "round_trips_per_op", "retries_per_op", "extra_reads_per_op", "replied_frac", "rfs_end", "misses", "loadavg1"}
+// client_us_per_op is the load generator's CPU per operation (this
+// process, getrusage).
+var loadCols = []string{"mops", "p50_us", "p99_us", "round_trips_per_op", "retries_per_op", "extra_reads_per_op", "replied_frac", "rfs_end", "misses", "client_us_per_op", "loadavg1"}
 
 func loadVals(r loadResult) []any {
 	ops := float64(max(r.Counters.Ops, 1))
 	return []any{r.Mops, r.P(50), r.P(99), r.RoundTrips(), r.Retries(), float64(r.Counters.ExtraReads) / ops,
-		float64(r.Counters.Replied) / ops, r.RFS, r.Misses, loadAvg()}
+		float64(r.Counters.Replied) / ops, r.RFS, r.Misses, r.CPUPerOp(), loadAvg()}
 }
 
 func rfsName(n int) string {
@@ -44,7 +46,7 @@ func (e *env) point(label string, s loadSpec, ks *keySet) (loadResult, error) {
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", label, err)
 	}
-	e.logf("  %-40s %7.3f Mops  p50 %7.2f µs  p99 %8.2f µs  %.2f trips/op  %.2f retries/op", label, r.Mops, r.P(50), r.P(99), r.RoundTrips(), r.Retries())
+	e.logf("  %-40s %7.3f Mops  p50 %7.2f µs  p99 %8.2f µs  %.2f trips/op  %.2f retries/op  client %.2f µs/op", label, r.Mops, r.P(50), r.P(99), r.RoundTrips(), r.Retries(), r.CPUPerOp())
 	return r, nil
 }
 

@@ -31,6 +31,8 @@ var experiments = []experiment{
 	{"comparetcp", "go-ycsb 95/5 zipfian at 1 and 4 threads over loopback tcp: Jakiro in each mode vs Redis, memcached and a no-op database", runCompareTCP},
 	{"door", "go-ycsb's memcached driver against jakiro server --memcached and memcached -t N (N = partitions), 1 and 2", runDoor},
 	{"ycsbthreads", "go-ycsb read-only at 8 to 1,024 threads against Jakiro at its defaults", runYCSBThreads},
+	{"callers", "one process, Get from 64 and 1,024 goroutines (own connections, one shared Client) vs one goroutine's batches of 8, GOMAXPROCS 1 and 2: ops/s and client and server CPU per op", runCallers},
+	{"scale", "server partitions vs N load processes x C connections x window W, and the same load from one process at GOMAXPROCS N: ops/s, client and server CPU per op", runScale},
 	{"servers", "one client over 1, 2 and 3 servers on loopback tcp (median of 3 interleaved rounds, min-max)", runServers},
 }
 
@@ -40,11 +42,14 @@ func experimentCommand(x experiment) *cli.Command {
 		Usage: x.Usage,
 		Flags: commonFlags(),
 		Action: func(c *cli.Context) error {
-			e := newEnv(c)
+			e, err := newEnv(c)
+			if err != nil {
+				return err
+			}
 			t := time.Now()
 			e.logf("== %s: %s", x.Name, x.Usage)
 			e.waitQuiet(e.QuietWait)
-			err := x.Run(e)
+			err = x.Run(e)
 			e.logf("== %s done in %v", x.Name, time.Since(t).Round(100*time.Millisecond))
 			return err
 		},
@@ -57,7 +62,10 @@ func figuresCommand() *cli.Command {
 		Usage: "run every experiment, regenerating the CSVs and PNGs in --out",
 		Flags: commonFlags(),
 		Action: func(c *cli.Context) error {
-			e := newEnv(c)
+			e, err := newEnv(c)
+			if err != nil {
+				return err
+			}
 			start := time.Now()
 			var failed []string
 			for i, x := range experiments {

@@ -27,10 +27,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// startExternalThreads starts name ("redis" or "memcached") on 127.0.0.1
-// only, no persistence; memcached with threads worker threads (one to
+// startExternal starts name ("redis" or "memcached") on 127.0.0.1 only,
+// no persistence; memcached with threads worker threads (at least one, to
 // match one Jakiro partition).
-func startExternalThreads(name string, threads int) (*extServer, error) {
+func startExternal(name string, threads int) (*extServer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func startExternalThreads(name string, threads int) (*extServer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("memcached not installed (make bench-deps): %w", err)
 		}
-		args := []string{"-l", "127.0.0.1", "-p", p, "-U", "0", "-t", strconv.Itoa(threads), "-m", "512"}
+		args := []string{"-l", "127.0.0.1", "-p", p, "-U", "0", "-t", strconv.Itoa(max(1, threads)), "-m", "512"}
 		if os.Geteuid() == 0 {
 			args = append(args, "-u", "nobody") // memcached refuses to run as root
 		}

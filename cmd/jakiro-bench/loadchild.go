@@ -26,6 +26,10 @@ type loadChildSpec struct {
 type loadChildResult struct {
 	Mops    float64   `json:"mops"`
 	PerMops []float64 `json:"per_mops"`
+	Ops     int64     `json:"ops"`
+	CPUNS   int64     `json:"cpu_ns"` // the child's CPU time while measuring
+	P50US   float64   `json:"p50_us"`
+	P99US   float64   `json:"p99_us"`
 	Err     string    `json:"err,omitempty"`
 }
 
@@ -44,7 +48,10 @@ func loadChildIfRequested() {
 	ks := newKeySet(c.Keys, c.Spec.Sizes)
 	c.Spec.Keys = len(ks.keys)
 	r, err := runLoad(context.Background(), c.Spec, ks)
-	out := loadChildResult{Mops: r.Mops, PerMops: r.PerMops}
+	out := loadChildResult{Mops: r.Mops, PerMops: r.PerMops, Ops: r.Ops, CPUNS: int64(r.CPU)}
+	if r.Lat != nil {
+		out.P50US, out.P99US = r.P(50), r.P(99)
+	}
 	if err != nil {
 		out.Err = err.Error()
 	}

@@ -35,6 +35,9 @@ type loadSpec struct {
 	// READ; otherwise the client adapts it.
 	FetchDelay time.Duration
 	FixDelay   bool
+	// Shared: the Clients goroutines share one client.Client (as the
+	// goroutines of a real service do) instead of one each.
+	Shared bool
 }
 
 // loadResult is what one point measured.
@@ -46,8 +49,17 @@ type loadResult struct {
 	Mops     float64
 	Lat      *hdr.Histogram // ns per op (a batch's ops share its latency)
 	Counters client.Counters
-	RFS      int       // the fetch size at the end (auto moves it)
-	PerMops  []float64 // each client's rate
+	RFS      int           // the fetch size at the end (auto moves it)
+	PerMops  []float64     // each client's rate
+	CPU      time.Duration // this process's CPU time while measuring
+}
+
+// CPUPerOp is the load process's CPU µs per operation.
+func (r loadResult) CPUPerOp() float64 {
+	if r.Ops == 0 {
+		return 0
+	}
+	return float64(r.CPU.Microseconds()) / float64(r.Ops)
 }
 
 func (r loadResult) RoundTrips() float64 { return r.Counters.FabricOpsPerOp() }
@@ -174,7 +186,11 @@ func runLoad(ctx context.Context, s loadSpec, ks *keySet) (loadResult, error) {
 	if s.Rate > 0 {
 		interval = time.Duration(float64(time.Second) * float64(s.Clients*s.Window) / s.Rate)
 	}
-	for i, c := range clients {
+	for i := range s.Clients {
+		c := clients[0]
+		if !s.Shared {
+			c = clients[i]
+		}
 		w := &loadWorker{c: c, s: &s, ks: ks, phase: &phase, interval: interval, lat: hdr.New(1, int64(10*time.Second), 3)}
 		ws[i] = w
 		wg.Add(1)
@@ -193,14 +209,17 @@ func runLoad(ctx context.Context, s loadSpec, ks *keySet) (loadResult, error) {
 		}
 	}
 	ok := timer(measureAt)
+	cpu0 := selfCPU()
 	phase.measuring.Store(true)
 	if ok {
 		timer(endAt)
 	}
 	phase.stop.Store(true)
+	cpu := selfCPU() - cpu0
 	elapsed := time.Since(measureAt)
 	wg.Wait()
-	res, firstErr := mergeLoad(ws, elapsed)
+	res, firstErr := mergeLoad(ws, elapsed, s.Shared)
+	res.CPU = cpu
 	res.RFS = clients[0].RFS()
 	if err := ctx.Err(); err != nil {
 		return res, err
@@ -215,6 +234,9 @@ func runLoad(ctx context.Context, s loadSpec, ks *keySet) (loadResult, error) {
 // clients dialled so far are returned, for the caller to close.
 func dialLoadClients(ctx context.Context, s loadSpec) ([]*client.Client, error) {
 	clients := make([]*client.Client, s.Clients)
+	if s.Shared {
+		clients = clients[:1]
+	}
 	for i := range clients {
 		opts := []client.Option{client.WithMode(s.Mode), client.WithRFS(s.RFS)}
 		if s.FixDelay {
@@ -233,7 +255,8 @@ func dialLoadClients(ctx context.Context, s loadSpec) ([]*client.Client, error) 
 }
 
 // mergeLoad sums the workers' measurements.
-func mergeLoad(ws []*loadWorker, elapsed time.Duration) (loadResult, error) {
+// With shared, every worker saw the one client's counters: they count once.
+func mergeLoad(ws []*loadWorker, elapsed time.Duration, shared bool) (loadResult, error) {
 	res := loadResult{Elapsed: elapsed, Lat: hdr.New(1, int64(10*time.Second), 3)}
 	var firstErr error
 	for _, w := range ws {
@@ -241,7 +264,9 @@ func mergeLoad(ws []*loadWorker, elapsed time.Duration) (loadResult, error) {
 		res.Misses += w.misses
 		res.Errors += w.errs
 		res.Lat.Merge(w.lat)
-		res.Counters = res.Counters.Add(w.after.Sub(w.before))
+		if !shared || w == ws[0] {
+			res.Counters = res.Counters.Add(w.after.Sub(w.before))
+		}
 		if firstErr == nil && w.err != nil {
 			firstErr = w.err
 		}

@@ -34,15 +34,43 @@ type loadWorker struct {
 	before, after     client.Counters
 	err               error
 
-	r    *rand.Rand
+	r    *rand.Rand // for the zipfian generator only
 	zipf *generator.ScrambledZipfian
+	x    uint64 // xorshift state: uniform picks touch 8 bytes, not rand's 4.9 KiB
 	b    client.Batch
 	dst  []byte
+	// sample: time one operation in this many (1, or latencySample with
+	// more than sampleAbove callers: a thousand workers' histograms and
+	// clock reads would cost the load generator its cache).
+	sample, n int64
 }
 
+// Above sampleAbove callers a worker times one operation in
+// latencySample.
+const (
+	sampleAbove   = 64
+	latencySample = 16
+)
+
+// rnd is the next xorshift64* number.
+func (w *loadWorker) rnd() uint64 {
+	w.x ^= w.x >> 12
+	w.x ^= w.x << 25
+	w.x ^= w.x >> 27
+	return w.x * 2685821657736338717
+}
+
+// coin is a uniform draw in [0, 1).
+func (w *loadWorker) coin() float64 { return float64(w.rnd()>>11) / (1 << 53) }
+
 func (w *loadWorker) run(ctx context.Context, seed int64) {
-	w.r = rand.New(rand.NewSource(seed))
+	w.x = uint64(seed)*0x9E3779B97F4A7C15 | 1
+	w.sample = 1
+	if w.s.Clients > sampleAbove && w.s.Window == 1 && w.interval == 0 {
+		w.sample = latencySample
+	}
 	if w.s.Zipf > 0 {
+		w.r = rand.New(rand.NewSource(seed))
 		w.zipf = generator.NewScrambledZipfian(0, int64(len(w.ks.keys)-1), w.s.Zipf)
 	}
 	measured := false
@@ -54,7 +82,10 @@ func (w *loadWorker) run(ctx context.Context, seed int64) {
 			w.ops, w.misses, w.errs = 0, 0, 0
 			w.lat.Reset()
 		}
-		t0 := time.Now()
+		var t0 time.Time
+		if w.n++; w.n%w.sample == 0 {
+			t0 = time.Now()
+		}
 		if w.interval > 0 {
 			for t0.Before(next) { // pace: spin, yielding, until the scheduled start
 				runtime.Gosched()
@@ -77,19 +108,21 @@ func (w *loadWorker) pick() int {
 	if w.zipf != nil {
 		return int(w.zipf.Next(w.r))
 	}
-	return w.r.Intn(len(w.ks.keys))
+	return int(w.rnd() % uint64(len(w.ks.keys)))
 }
 
 // one runs a single operation; false stops the worker.
 func (w *loadWorker) one(ctx context.Context, t0 time.Time) bool {
 	k := w.pick()
 	var err error
-	if w.r.Float64() < w.s.GetRatio {
+	if w.coin() < w.s.GetRatio {
 		w.dst, err = w.c.GetTo(ctx, w.ks.keys[k], w.dst[:0])
 	} else {
 		err = w.c.Put(ctx, w.ks.keys[k], w.ks.value[:w.ks.sizes[k]], 0)
 	}
-	w.lat.RecordValue(int64(time.Since(t0)))
+	if !t0.IsZero() {
+		w.lat.RecordValue(int64(time.Since(t0)))
+	}
 	w.ops++
 	switch {
 	case errors.Is(err, client.ErrNotFound):
@@ -109,7 +142,7 @@ func (w *loadWorker) batch(ctx context.Context, t0 time.Time) bool {
 	w.b.Reset()
 	for j := 0; j < w.s.Window; j++ {
 		k := w.pick()
-		if w.r.Float64() < w.s.GetRatio {
+		if w.coin() < w.s.GetRatio {
 			w.b.Get(w.ks.keys[k])
 		} else {
 			w.b.Put(w.ks.keys[k], w.ks.value[:w.ks.sizes[k]], 0)

@@ -21,10 +21,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/jakiro-kv/jakiro/cmd/internal/version"
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	_ "github.com/jakiro-kv/jakiro/fabric/providers" // shm://, tcp://, and rdma:// with -tags rdma
-	"github.com/jakiro-kv/jakiro/internal/fabricbench"
 	"github.com/jakiro-kv/jakiro/internal/fdlimit"
-	"github.com/jakiro-kv/jakiro/internal/version"
 )
 
 // maxFiles is the open-file limit the benchmarks need: 10,000 idle shm

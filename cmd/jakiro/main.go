@@ -22,8 +22,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/jakiro-kv/jakiro/client"
+	"github.com/jakiro-kv/jakiro/cmd/internal/version"
 	_ "github.com/jakiro-kv/jakiro/fabric/providers" // shm://, tcp://, and rdma:// with -tags rdma
-	"github.com/jakiro-kv/jakiro/internal/version"
 )
 
 // exitNotFound is get's and del's exit status for a missing key; other

@@ -70,7 +70,7 @@ func binDir(t testing.TB) string {
 			return
 		}
 		built.dir = dir
-		ldflags := "-X github.com/jakiro-kv/jakiro/internal/version.commit=" + gitCommit(root)
+		ldflags := "-X github.com/jakiro-kv/jakiro/cmd/internal/version.commit=" + gitCommit(root)
 		for _, name := range []string{"jakiro", "jakiro-bench"} {
 			cmd := exec.Command("go", "build", "-ldflags", ldflags, "-o", filepath.Join(dir, name), "./cmd/"+name)
 			cmd.Dir = root

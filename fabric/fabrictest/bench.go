@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
-	"github.com/jakiro-kv/jakiro/internal/fabricbench"
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 )
 
 // BenchOps is the raw fabric benchmark every provider runs (paper Fig. 1):

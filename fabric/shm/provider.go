@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/internal/fdhint"
 )
 
 func init() { fabric.Register("shm", provider{}) }
@@ -71,12 +72,12 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 		c, err = nd.DialContext(ctx, "unixpacket", path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("shm: dial %s: %w", path, err)
+		return nil, fmt.Errorf("shm: dial %s: %w", path, fdhint.Explain(err))
 	}
 	d, err := newDomain(o.DomainSize)
 	if err != nil {
 		c.Close()
-		return nil, err
+		return nil, fdhint.Explain(err)
 	}
 	return &setup{d: d, sock: c.(*net.UnixConn), opts: o}, nil
 }

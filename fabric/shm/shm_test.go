@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
 	_ "github.com/jakiro-kv/jakiro/fabric/shm"
-	"github.com/jakiro-kv/jakiro/internal/fabricbench"
 )
 
 func TestMain(m *testing.M) {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
-	"github.com/jakiro-kv/jakiro/internal/fabricbench"
 )
 
 // BenchmarkFabric measures raw one-sided throughput: 32-byte READs and

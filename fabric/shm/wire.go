@@ -10,6 +10,7 @@ import (
 
 	"github.com/jakiro-kv/jakiro/fabric"
 	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
+	"github.com/jakiro-kv/jakiro/fabric/internal/fdhint"
 )
 
 // Handshake messages, one SOCK_SEQPACKET datagram each:
@@ -88,6 +89,12 @@ func recvMsg(c *net.UnixConn) (message, error) {
 	switch {
 	case ferr != nil:
 		return fail("control message: %v", ferr)
+	case flags&unix.MSG_CTRUNC != 0 && fdhint.AtLimit() != nil:
+		// The kernel dropped the fds: this process is out of them.
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return message{fd: -1}, fmt.Errorf("shm: handshake: receiving the peer's descriptors: %w", fdhint.AtLimit())
 	case flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
 		return fail("truncated message (flags %#x)", flags)
 	case n < wireHdr:

@@ -48,6 +48,7 @@ type conn struct {
 	lastRx   atomic.Int64 // nanotime of the last bytes read
 	rxPause  atomic.Bool  // tx is over outHigh: rx waits for room
 	rxBuf    atomic.Pointer[[]byte]
+	rxLeft   []byte       // under rxMu: bytes read and not decoded (a pause)
 	idle     uint32       // Poll's empty polls in a row
 	drivenAt atomic.Int64 // nanotime of a driver's last read (drive.go)
 	armMu    sync.Mutex   // orders changes of the poller registration
@@ -139,11 +140,15 @@ func (c *conn) fail(err error) {
 	})
 }
 
-func (c *conn) Close() error {
+func (c *conn) Close() error { return c.CloseBy(time.Now().Add(closeFlushTimeout)) }
+
+// CloseBy implements fabric.DeadlineCloser: Close, with the wait for the
+// staged answers ending by deadline at the latest.
+func (c *conn) CloseBy(deadline time.Time) error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		if !c.dead.Load() {
-			c.drain()
+			c.drain(deadline)
 		}
 		c.fail(fabric.ErrClosed)
 		// rx and tx hold their locks only for non-blocking work: once
@@ -151,6 +156,7 @@ func (c *conn) Close() error {
 		c.rxMu.Lock()
 		c.txMu.Lock()
 		c.tx.stopTimer()
+		c.tx.dropRefs()
 		c.rx.drop()
 		c.armMu.Lock()
 		_ = unix.Close(c.fd)
@@ -170,14 +176,16 @@ func (c *conn) BellSource() int { return c.source }
 // drain acknowledges what the NIC already applied, as a NIC would: the
 // application may have seen a WRITE land and closed at once. It stops
 // reading (after the frame rx is in) and gives the staged responses at
-// most closeFlushTimeout to go out, and less to a peer that takes none of
-// them for drainIdle.
-func (c *conn) drain() {
+// most closeFlushTimeout to go out (until deadline, if sooner), and less
+// to a peer that takes none of them for drainIdle.
+func (c *conn) drain(deadline time.Time) {
 	c.stopping.Store(true)
 	c.rxMu.Lock()
 	c.rxStop = true
 	c.rxMu.Unlock()
-	deadline := time.Now().Add(closeFlushTimeout)
+	if d := time.Now().Add(closeFlushTimeout); d.Before(deadline) {
+		deadline = d
+	}
 	for {
 		err := c.flush()
 		c.txMu.Lock()

@@ -48,9 +48,14 @@
 //     the batch; WRITE acks may wait up to ackDelay for company where
 //     that has paid (ack.go: a reply-mode server's reply WRITE carries the
 //     ack of its request). A peer with more responses waiting than its declared
-//     queue depth is not read until they drain. A peer that takes none of
+//     queue depth (or outHigh bytes of them) is not read until they drain:
+//     decoding stops at that frame and keeps the rest of the read. A long
+//     READ's response is staged as a reference to the region and sent
+//     from it (txref.go), not copied. A peer that takes none of
 //     our bytes for Options.SendTimeout (default 1s) is cut off: the
 //     connection ends with fabric.ErrPeerGone saying it stopped reading.
+//     A poller reads at most rxBudget of one connection per turn and
+//     comes back to it after the others' events.
 //   - Handshake: every step has a deadline. The listener gives a hello
 //     handshakeTimeout, runs at most maxPending at once and maxPerSource
 //     per source IP (the oldest is closed past either, so a flood of
@@ -64,7 +69,8 @@
 //     outstanding ops complete with fabric.ErrPeerGone, then Post and Poll
 //     return the error. After a local Close they complete with
 //     fabric.ErrClosed instead. Close first sends the responses to the
-//     requests its NIC already applied (at most for closeFlushTimeout), is
+//     requests its NIC already applied (at most for closeFlushTimeout, or
+//     until the deadline of CloseBy, fabric.DeadlineCloser), is
 //     idempotent, and unmaps the regions only once nothing reads the
 //     socket or touches them.
 //

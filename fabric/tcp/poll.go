@@ -103,19 +103,28 @@ func (c *conn) event(input bool) unix.EpollEvent {
 
 func (p *poller) loop() {
 	events := make([]unix.EpollEvent, 256)
+	// again: connections whose read ran out of budget with bytes maybe
+	// left; edge-triggered, they raise no new event for those, so they
+	// are read again after the events of this round, round robin: one
+	// busy connection cannot hold the others' events back.
+	var again, next []*conn
 	for {
 		timeout := -1
 		p.mu.RLock()
-		if len(p.quiet) > 0 {
+		quiet := len(p.quiet) > 0
+		p.mu.RUnlock()
+		if quiet {
 			timeout = rearmTickMS
 		}
-		p.mu.RUnlock()
+		if len(again) > 0 {
+			timeout = 0
+		}
 		n, err := unix.EpollWait(p.epfd, events, timeout)
-		if timeout >= 0 {
+		if quiet {
 			p.rearmUndriven()
 		}
 		if err != nil {
-			continue // EINTR
+			n = 0 // EINTR
 		}
 		for i := range events[:n] {
 			ev := &events[i]
@@ -130,11 +139,20 @@ func (p *poller) loop() {
 				c.onWritable()
 			}
 			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
-				c.kickRead(p.rxbuf, ev.Events&(unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0)
+				if c.kickReadBudget(p.rxbuf, ev.Events&(unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0, rxBudget) {
+					next = append(next, c)
+				}
 				if c.driven() {
 					p.quieten(c)
 				}
 			}
 		}
+		for i, c := range again {
+			if !c.dead.Load() && c.kickReadBudget(p.rxbuf, true, rxBudget) {
+				next = append(next, c)
+			}
+			again[i] = nil
+		}
+		again, next = next, again[:0]
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jakiro-kv/jakiro/fabric"
 	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
+	"github.com/jakiro-kv/jakiro/fabric/internal/fdhint"
 	"golang.org/x/sys/unix"
 )
 
@@ -73,7 +74,7 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", hp)
 	if err != nil {
-		return nil, fmt.Errorf("fabric/tcp: %w", err)
+		return nil, fmt.Errorf("fabric/tcp: %w", fdhint.Explain(err))
 	}
 	nc := c.(*net.TCPConn)
 	if err := tune(nc); err != nil {

@@ -77,21 +77,33 @@ func frameSize(typ byte) int {
 // edge-triggered event without EPOLLRDHUP: bytes that arrive after the
 // event was taken raise another one, and the FIN of a peer that closed
 // before it would have set EPOLLRDHUP.
-func (c *conn) kickRead(buf []byte, toEmpty bool) {
+func (c *conn) kickRead(buf []byte, toEmpty bool) { c.kickReadBudget(buf, toEmpty, 0) }
+
+// kickReadBudget is kickRead reading at most about budget bytes (0: no
+// limit); more says it stopped there and the socket may hold more, which
+// no new event will report: only the poller, which comes back to such
+// connections, gives a budget.
+func (c *conn) kickReadBudget(buf []byte, toEmpty bool, budget int) (more bool) {
 	if buf == nil {
 		buf = c.ownBuf()
 	}
 	c.rxWant.Store(true)
 	for c.rxWant.Load() && c.rxMu.TryLock() {
 		c.rxWant.Store(false)
-		err := c.readLocked(buf, toEmpty)
+		var err error
+		more, err = c.readLocked(buf, toEmpty, budget)
 		toEmpty = true // a retry is for somebody else's kick
 		c.rxMu.Unlock()
 		if err != nil {
 			c.fail(err)
-			return
+			return false
+		}
+		if more {
+			// Out of budget: the poller comes back after the others.
+			return true
 		}
 	}
+	return false
 }
 
 // pollRead is Poll's read: once, if nobody else is reading (Poll comes
@@ -101,7 +113,7 @@ func (c *conn) pollRead() {
 	if !c.rxMu.TryLock() {
 		return
 	}
-	err := c.readLocked(c.ownBuf(), false)
+	_, err := c.readLocked(c.ownBuf(), false, 0)
 	c.rxMu.Unlock()
 	if err != nil {
 		c.fail(err)
@@ -113,11 +125,33 @@ func (c *conn) pollRead() {
 }
 
 // readLocked reads and decodes until the socket is empty, the connection
-// is dead or stopped, or tx asks rx to wait for room (rxMu held).
-func (c *conn) readLocked(buf []byte, toEmpty bool) error {
+// is dead or stopped, tx asks rx to wait for room, or it has read budget
+// bytes if budget > 0 (more: the socket may hold more) (rxMu held).
+func (c *conn) readLocked(buf []byte, toEmpty bool, budget int) (more bool, err error) {
+	limited := budget > 0
 	for !c.dead.Load() && !c.rxStop {
 		if c.rxPause.Load() {
-			return nil // onWritable reads again once tx has room
+			// flushBatch below sends what it can: that makes room (and
+			// kicks rx again) or arms the stall timer, so a paused
+			// connection is always resumed or dropped.
+			break
+		}
+		if len(c.rxLeft) > 0 {
+			// What a pause left undecoded comes before the socket.
+			left := c.rxLeft
+			c.rxLeft = c.rxLeft[:0]
+			err := c.decode(left)
+			if len(c.rxLeft) == 0 {
+				c.rxLeft = nil
+			}
+			if err != nil {
+				return false, err
+			}
+			continue
+		}
+		if limited && budget <= 0 {
+			more = true
+			break
 		}
 		b := buf
 		direct := c.rx.payload != payloadNone && c.rx.dst != nil && len(c.rx.dst) >= directMin
@@ -127,11 +161,12 @@ func (c *conn) readLocked(buf []byte, toEmpty bool) error {
 		}
 		n, again, err := recvSome(c.fd, b)
 		if err != nil {
-			return c.readErr(err)
+			return false, c.readErr(err)
 		}
 		if again {
 			break
 		}
+		budget -= n
 		c.lastRx.Store(nanotime())
 		if direct {
 			c.rx.dst = c.rx.dst[n:]
@@ -142,7 +177,7 @@ func (c *conn) readLocked(buf []byte, toEmpty bool) error {
 			err = c.decode(b[:n])
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		if n < len(b) && !toEmpty {
 			break
@@ -150,9 +185,9 @@ func (c *conn) readLocked(buf []byte, toEmpty bool) error {
 	}
 	// Answer a batch of requests with one send.
 	if err := c.flushBatch(); err != nil {
-		return c.readErr(err)
+		return false, c.readErr(err)
 	}
-	return nil
+	return more, nil
 }
 
 // ownBuf is the connection's own read buffer, made on first use (by
@@ -186,6 +221,13 @@ func (c *conn) readErr(err error) error {
 func (c *conn) decode(b []byte) error {
 	s := &c.rx
 	for len(b) > 0 {
+		if c.rxPause.Load() {
+			// The peer has as many answers waiting as it may: keep the
+			// rest for when it has taken them (readLocked), so one read
+			// stages no more than the peer's depth.
+			c.rxLeft = append(c.rxLeft[:0], b...)
+			return nil
+		}
 		if s.payload != payloadNone {
 			if s.dst == nil {
 				k := min(s.skip, uint64(len(b)))
@@ -259,8 +301,7 @@ func (c *conn) frame(h []byte) error {
 			c.respond(statusAccess, nil, true)
 			return nil
 		}
-		c.respond(statusOK, r.mem[off:off+n], true)
-		r.release()
+		c.respondRead(r, off, n)
 		return nil
 	}
 	// frameWrite
@@ -272,6 +313,9 @@ func (c *conn) frame(h []byte) error {
 	s.payload = payloadWrite
 	if r != nil {
 		s.r, s.dst = r, r.mem[off:off+n:off+n]
+		c.txMu.Lock()
+		c.tx.unshare(r, off, n)
+		c.txMu.Unlock()
 	} else {
 		s.skip = n // skip the payload so the stream stays in step
 	}
@@ -344,6 +388,18 @@ func (c *conn) respond(status uint8, data []byte, urgent bool) {
 	c.txMu.Lock()
 	c.tx.putResp(status, data)
 	c.tx.urgent = c.tx.urgent || urgent
+	if c.overfull() {
+		c.rxPause.Store(true)
+	}
+	c.txMu.Unlock()
+}
+
+// respondRead stages a good READ's response from r[off:off+n] and takes
+// over the caller's reference to r.
+func (c *conn) respondRead(r *region, off, n uint64) {
+	c.txMu.Lock()
+	c.tx.putReadResp(r, off, r.mem[off:off+n])
+	c.tx.urgent = true
 	if c.overfull() {
 		c.rxPause.Store(true)
 	}

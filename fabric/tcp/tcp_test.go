@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
-	"github.com/jakiro-kv/jakiro/internal/fabricbench"
 	"golang.org/x/sys/unix"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/jakiro-kv/jakiro/fabric"
 
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
-	"github.com/jakiro-kv/jakiro/internal/fabricbench"
 )
 
 // BenchmarkFabric measures raw one-sided throughput over loopback: 32-byte

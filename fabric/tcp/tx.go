@@ -37,10 +37,18 @@ type txState struct {
 	// company (ack.go).
 	urgent bool
 	ack    ackState
+
+	// READ data staged by reference (txref.go): refs[refHead:] are
+	// unsent, refOff bytes of the first already out; refBytes is what
+	// they have left.
+	refs     []txRef
+	refHead  int
+	refOff   int
+	refBytes int
 }
 
-func (t *txState) staged() int { return len(t.buf) - t.start }
-func (t *txState) empty() bool { return t.start == len(t.buf) }
+func (t *txState) staged() int { return len(t.buf) - t.start + t.refBytes }
+func (t *txState) empty() bool { return t.staged() == 0 }
 
 func (t *txState) stopTimer() {
 	if t.timer != nil {
@@ -72,9 +80,23 @@ func (t *txState) putResp(status uint8, payload []byte) {
 	t.respEnds = append(t.respEnds, t.queued)
 }
 
-// sentBytes accounts for n more bytes on the wire.
+// putReadResp stages a good READ's response: its data by reference when
+// long (txref.go), else copied. It takes over the caller's reference.
+func (t *txState) putReadResp(r *region, off uint64, data []byte) {
+	if len(data) < refMin {
+		t.putResp(statusOK, data)
+		r.release()
+		return
+	}
+	t.buf = append(t.buf, frameResp, statusOK)
+	t.queued += respSize
+	t.putRef(r, off, data)
+	t.respEnds = append(t.respEnds, t.queued)
+}
+
+// sentBytes accounts for n more bytes on the wire (sendStaged consumed
+// them).
 func (t *txState) sentBytes(n int) {
-	t.start += n
 	t.sent += uint64(n)
 	for t.respHead < len(t.respEnds) && t.respEnds[t.respHead] <= t.sent {
 		t.respHead++
@@ -102,7 +124,7 @@ func (c *conn) flushLocked() error {
 	}
 	now := nanotime()
 	t.ack.sending(now)
-	n, err := sendSome(c.fd, t.buf[t.start:])
+	n, err := t.sendStaged(c.fd)
 	if err != nil {
 		return err
 	}
@@ -125,9 +147,7 @@ func (c *conn) flushLocked() error {
 		return nil
 	}
 	if t.start > len(t.buf)/2 {
-		// Slide the rest down so the buffer does not creep.
-		k := copy(t.buf, t.buf[t.start:])
-		t.buf, t.start = t.buf[:k], 0
+		t.slide()
 	}
 	if !t.armed {
 		t.armed = true

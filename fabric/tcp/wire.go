@@ -65,6 +65,9 @@ const (
 	// for the reads Poll makes itself.
 	rxBufSize  = 64 << 10
 	ownBufSize = 16 << 10
+	// rxBudget: a poller reads at most about this much of one
+	// connection before it serves the others' events (poll.go).
+	rxBudget = 256 << 10
 	// directMin: a payload at least this long left is read straight
 	// into its region, not through the read buffer.
 	directMin = 4 << 10

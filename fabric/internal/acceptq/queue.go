@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/internal/fdhint"
 )
 
 // Config bounds a queue. Zero values take defaults.
@@ -129,7 +130,7 @@ func (q *Queue[S]) acceptLoop() {
 			}
 			if temporary(err) {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				q.log.printf("accept", "accept: %v; retrying in %v", err, delay)
+				q.log.printf("accept", "accept: %v; retrying in %v", fdhint.Explain(err), delay)
 				select {
 				case <-time.After(delay):
 				case <-q.ctx.Done():

@@ -2,6 +2,7 @@ package eventbell
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -206,4 +207,47 @@ func unsealed(t *testing.T) int {
 	}
 	unix.Ftruncate(fd, int64(counterBytes(1)))
 	return fd
+}
+
+// The flag page a peer gets read-only cannot be made writable: not by
+// reopening its fd read-write through /proc/self/fd (then mapping it
+// writable, writing it, or mapping it read-only and mprotecting it), so
+// no peer can hold a blocked partition's flag at 0 and make the others'
+// rings skip the eventfd write.
+func TestFlagPageNotWritableByPeers(t *testing.T) {
+	s, err := New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ro := s.Share()[1]
+	rw, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", ro), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Logf("reopen read-write refused: %v", err)
+		return
+	}
+	defer unix.Close(rw)
+	size := flagBytes(2)
+	if m, err := unix.Mmap(rw, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil {
+		unix.Munmap(m)
+		t.Fatal("a peer mapped the flag page writable")
+	}
+	if _, err := unix.Pwrite(rw, []byte{0}, 0); err == nil {
+		t.Fatal("a peer wrote the flag page")
+	}
+	m, err := unix.Mmap(rw, 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	if err := unix.Mprotect(m, unix.PROT_READ|unix.PROT_WRITE); err == nil {
+		t.Fatal("a peer made its read-only mapping of the flag page writable")
+	}
+	// The owner still raises and lowers the flags, and a Remote sees them.
+	r := remoteOf(t, s)
+	s.pages.flag(1).Store(1)
+	if !r.Blocked(1) || m[lineBytes] != 1 {
+		t.Fatal("the owner's flag is not seen by peers")
+	}
+	s.pages.flag(1).Store(0)
 }

@@ -31,6 +31,13 @@ const (
 // it (a shrunk mapping faults on access).
 const pageSeals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
 
+// flagSeals: the flag page is also sealed against every write but
+// through the owner's mapping, made before. A read-only fd alone is not
+// enough: a peer can reopen it read-write through /proc/self/fd, and one
+// that held the flags at 0 would make every client skip the eventfd
+// write that wakes a blocked partition.
+const flagSeals = pageSeals | unix.F_SEAL_FUTURE_WRITE
+
 // pages are a Set's counters and flags, mapped from two memfds.
 type pages struct {
 	counters, flags []byte
@@ -109,8 +116,8 @@ func newPages(n int) (pages, int, error) {
 	p := pages{counterFD: -1, flagFD: -1}
 	n = max(n, 1)
 	var err error
-	if p.counterFD, p.counters, err = sharedPage("jakiro-bell-counters", counterBytes(n)); err == nil {
-		p.flagFD, p.flags, err = sharedPage("jakiro-bell-flags", flagBytes(n))
+	if p.counterFD, p.counters, err = sharedPage("jakiro-bell-counters", counterBytes(n), pageSeals); err == nil {
+		p.flagFD, p.flags, err = sharedPage("jakiro-bell-flags", flagBytes(n), flagSeals)
 	}
 	if err != nil {
 		p.closeFDs()
@@ -125,17 +132,22 @@ func newPages(n int) (pages, int, error) {
 	return p, ro, nil
 }
 
-func sharedPage(name string, size int) (int, []byte, error) {
+// sharedPage makes a memfd of size bytes, maps it read-write, then seals
+// it (after the mapping: F_SEAL_FUTURE_WRITE forbids later writable ones).
+func sharedPage(name string, size int, seals int) (int, []byte, error) {
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return -1, nil, fmt.Errorf("fabric: memfd for doorbells: %w", err)
 	}
-	if err = unix.Ftruncate(fd, int64(size)); err == nil {
-		_, err = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, pageSeals)
-	}
 	var mem []byte
-	if err == nil {
+	if err = unix.Ftruncate(fd, int64(size)); err == nil {
 		mem, err = unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	}
+	if err == nil {
+		if _, err = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
+			unix.Munmap(mem)
+			err = fmt.Errorf("seals %#x (F_SEAL_FUTURE_WRITE needs Linux 5.1): %w", seals, err)
+		}
 	}
 	if err != nil {
 		unix.Close(fd)

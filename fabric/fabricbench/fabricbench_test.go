@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 	_ "github.com/jakiro-kv/jakiro/fabric/shm" // the provider always available
-	"github.com/jakiro-kv/jakiro/internal/fabricbench"
 )
 
 func TestMain(m *testing.M) {

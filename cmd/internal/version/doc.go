@@ -6,7 +6,7 @@
 // vcs.modified). Go does not stamp linked git worktrees or builds with
 // -buildvcs=false, so the Makefile also passes the commit with
 //
-//	-ldflags "-X github.com/jakiro-kv/jakiro/internal/version.commit=SHA[+dirty]"
+//	-ldflags "-X github.com/jakiro-kv/jakiro/cmd/internal/version.commit=SHA[+dirty]"
 //
 // which is used when the build info has none.
 package version

@@ -1,0 +1,218 @@
+package client
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// A pollGroup is a set of connections polled by one driver at a time,
+// like eRPC's one event loop per thread: the driver posts every queued
+// request of every connection in the set, polls their completions and
+// wakes exactly the callers whose answers came in; the other callers
+// park. The driver is no goroutine of its own but whichever waiting
+// caller holds the role (leader/followers): the first caller to find the
+// group undriven drives it until its own answers are in, then hands the
+// role to a caller still waiting, or lets it go when nothing is in
+// flight. So a group spins only while it has requests out, and a
+// process spins on at most as many cores as it has groups.
+//
+// Connections are spread over the groups when dialled; a Client's
+// connections (lanes) fall in different groups. Nothing on the
+// operation path is shared by the whole process: a caller touches its
+// connection's inbox and reads its group's driver flag (and joins the
+// busy set, when its connection was idle).
+type pollGroup struct {
+	driving atomic.Bool // a waiter holds the driver role
+
+	mu       sync.Mutex
+	incoming []*conn      // connections that became busy since the driver last looked
+	nIn      atomic.Int32 // len(incoming), read without mu
+
+	// The driver's: busy connections, and how often drivers gave the
+	// core away (each connection tells its engine at its next step).
+	active []*conn
+	yields uint32
+	_      [64]byte
+}
+
+// groups are the process's poll groups: $JAKIRO_POLL_GROUPS, else half
+// the Ps at the first Dial, at least one (the other half is left to the
+// callers' own work, and on a shared host to the server).
+var (
+	groupsOnce sync.Once
+	groups     []pollGroup
+	nextGroup  atomic.Uint32 // spreads connections over groups, at dial
+)
+
+func pollGroups() []pollGroup {
+	groupsOnce.Do(func() {
+		n := max(1, runtime.GOMAXPROCS(0)/2)
+		if v, err := strconv.Atoi(os.Getenv("JAKIRO_POLL_GROUPS")); err == nil && v > 0 {
+			n = v
+		}
+		groups = make([]pollGroup, n)
+	})
+	return groups
+}
+
+// groupFor picks the group of a new connection; lane k of a Client goes
+// k groups after its first, so a Client's lanes are driven apart.
+func groupFor(base uint32, lane int) *pollGroup {
+	gs := pollGroups()
+	return &gs[(int(base)+lane)%len(gs)]
+}
+
+// announce makes cn's new calls visible to the group's driver: a
+// connection that was idle joins the group's busy set.
+func (g *pollGroup) announce(cn *conn) {
+	if cn.listed.Load() || !cn.listed.CompareAndSwap(false, true) {
+		return
+	}
+	g.mu.Lock()
+	g.incoming = append(g.incoming, cn)
+	g.nIn.Store(int32(len(g.incoming)))
+	g.mu.Unlock()
+}
+
+// How the driver gives its core away while it waits, in passes over its
+// connections (powers of two):
+const (
+	// gosched: to the process's other goroutines (and to the callers it
+	// woke, if they did not need to run sooner).
+	goschedEvery = 8
+	// ctxEvery: look at the driver's context.
+	ctxEvery = 64
+	// osYieldEvery: sched_yield to other processes (the server may be one
+	// of them on a busy machine; Gosched yields only to goroutines).
+	osYieldEvery = 1024
+)
+
+// await returns once every call of w is done, driving the group while it
+// holds the role, or with ctx's error.
+// The caller abandons its unfinished calls after an error.
+func (g *pollGroup) await(ctx context.Context, w *waiter) error {
+	var err error
+	for w.pending.Load() > 0 && err == nil {
+		if w.handed() || !g.driving.Load() && g.driving.CompareAndSwap(false, true) {
+			err = g.drive(ctx, w)
+			g.release(w)
+		} else {
+			err = w.park(ctx)
+		}
+	}
+	if w.leave() { // handed the role on the way out: pass it on
+		w.role.Store(roleGone)
+		g.release(w)
+	}
+	return err
+}
+
+// drive runs the group, holding the role, until w's calls are done or
+// ctx ends.
+func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
+	var spins, unyielded uint
+	for {
+		woke, rang, hungry := g.pass(w)
+		if w.pending.Load() == 0 {
+			return nil
+		}
+		spins++
+		if rang {
+			// The partition we woke may wait for this very core (the
+			// kernel often runs a woken thread where its waker runs).
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+		unyielded += uint(woke)
+		// Callers woken run their next requests once the driver yields:
+		// at once where a ring has room with nothing queued for it, else
+		// after a few passes, so several wake-ups share one yield.
+		if unyielded > 0 && hungry || spins%goschedEvery == 0 {
+			g.yields++
+			unyielded = 0
+			runtime.Gosched()
+		}
+		if spins%osYieldEvery == 0 {
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+		if spins%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// pass is one step of every busy connection: queued requests into free
+// slots, posts, completions, answers to their callers (woken, but w, the
+// driver). It reports how many callers it woke, whether it rang a blocked
+// partition, and whether a connection has room and nothing queued for it.
+func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry bool) {
+	g.takeIncoming()
+	now := clock()
+	for i := 0; i < len(g.active); {
+		cn := g.active[i]
+		n, bell, idle, room := cn.step(w, now)
+		woke += n
+		rang = rang || bell
+		hungry = hungry || room && n > 0
+		if idle && cn.retire() {
+			g.active[i] = g.active[len(g.active)-1]
+			g.active[len(g.active)-1] = nil
+			g.active = g.active[:len(g.active)-1]
+			continue
+		}
+		i++
+	}
+	return woke, rang, hungry
+}
+
+// release passes on the role w holds.
+func (g *pollGroup) release(w *waiter) {
+	for !g.handOff(w) {
+		// Work came in as the role was let go: one pass puts it in
+		// flight, so its caller can take the role.
+		g.pass(w)
+	}
+}
+
+func (g *pollGroup) takeIncoming() {
+	if g.nIn.Load() == 0 {
+		return
+	}
+	g.mu.Lock()
+	g.active = append(g.active, g.incoming...)
+	clear(g.incoming)
+	g.incoming = g.incoming[:0]
+	g.nIn.Store(0)
+	g.mu.Unlock()
+}
+
+// handOff gives the driver role (held by w) to a waiter with calls in
+// flight, or lets it go when there is none. False: work arrived as the
+// role was let go, and the caller holds the role again.
+func (g *pollGroup) handOff(w *waiter) bool {
+	for _, cn := range g.active {
+		if cn.handTo(w) {
+			return true
+		}
+	}
+	// Past letting go, a new driver may hold the busy set: look at the
+	// inboxes of a copy of it.
+	w.seen = append(w.seen[:0], g.active...)
+	g.driving.Store(false)
+	// A caller that queued work while we held the role parked: take the
+	// role back if its work is there and nobody else took it. (Its
+	// connection is in the busy set we copied, or joined since.)
+	more := g.nIn.Load() > 0
+	for _, cn := range w.seen {
+		more = more || cn.inboxLen.Load() > 0
+	}
+	clear(w.seen)
+	return !more || !g.driving.CompareAndSwap(false, true)
+}

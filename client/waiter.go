@@ -1,0 +1,163 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jakiro-kv/jakiro/rfp"
+)
+
+// A call is one operation on its way: queued for its connection's driver,
+// in a ring slot, then done. Its caller and the driver hand it over
+// through state, so a caller whose context ends can abandon it at any
+// point without racing the driver for its bytes.
+type call struct {
+	w     *waiter
+	state atomic.Uint32
+
+	// The request, read by the driver while the call is queued.
+	p     int
+	op    rfp.Op
+	key   []byte
+	value []byte
+	ttl   uint32
+
+	// The outcome, written by the driver before done.
+	st  rfp.Status
+	val []byte // the value is appended here (a caller's dst, or a reused buffer)
+	err error  // the connection failed under the call
+}
+
+const (
+	callQueued    uint32 = iota // in its connection's inbox or queue
+	callTaking                  // the driver is copying it into a ring slot
+	callSent                    // in a ring slot, the answer not in yet
+	callFinishing               // the driver is writing the outcome
+	callDone                    // outcome written
+	callAbandoned               // its caller gave up: the driver drops it
+)
+
+// reset readies c for a new request by w.
+func (c *call) reset(w *waiter, p int, op rfp.Op, key, value []byte, ttl uint32, dst []byte) {
+	c.w, c.p, c.op, c.key, c.value, c.ttl = w, p, op, key, value, ttl
+	c.st, c.val, c.err = 0, dst, nil
+	c.state.Store(callQueued)
+}
+
+// finish records the outcome and tells the caller, unless it gave up;
+// true if it woke the caller. Only the driver calls it.
+func (c *call) finish(st rfp.Status, val []byte, err error, driver *waiter) bool {
+	if !c.state.CompareAndSwap(callSent, callFinishing) && !c.state.CompareAndSwap(callQueued, callFinishing) {
+		return false // abandoned: its caller reads nothing of it, and owns val again
+	}
+	w := c.w // c is its caller's again once done
+	c.st, c.err = st, err
+	if err == nil {
+		c.val = append(c.val, val...)
+	}
+	c.state.Store(callDone)
+	if w.pending.Add(-1) == 0 && w != driver {
+		w.signal() // w may be on to its next calls: a stale token only makes it look again
+		return true
+	}
+	return false
+}
+
+// abandon detaches the call from its caller (whose context ended); false
+// if it is done already, and its outcome stands.
+func (c *call) abandon() bool {
+	for {
+		switch s := c.state.Load(); s {
+		case callDone:
+			return false
+		case callTaking, callFinishing:
+			// The driver is copying the key and value, or writing the
+			// value into the caller's buffer: both stay the driver's until
+			// it is through, which takes nanoseconds.
+			continue
+		default:
+			if c.state.CompareAndSwap(s, callAbandoned) {
+				return true
+			}
+		}
+	}
+}
+
+// waiter is one goroutine waiting for its calls (one, or a batch's). It
+// parks on wake; the driver that finishes its last call, or hands it the
+// driving, sends a token there. A token means "look again", so a stale
+// one costs a look, never a wrong answer.
+type waiter struct {
+	wake    chan struct{}
+	pending atomic.Int32  // calls not done
+	role    atomic.Uint32 // roleWaiting, roleHanded or roleGone
+	one     call          // the call of a single operation
+	seen    []*conn       // handOff's scratch
+}
+
+// A waiter is handed its group's driving only while it waits: the driver
+// and a leaving waiter settle it with one compare-and-swap each, so the
+// role never goes to a caller that has returned.
+const (
+	roleWaiting uint32 = iota
+	roleHanded
+	roleGone
+)
+
+// begin readies w for new calls.
+func (w *waiter) begin(calls int) {
+	w.pending.Store(int32(calls))
+	w.role.Store(roleWaiting)
+}
+
+// hand gives w the driving; false if it has left.
+func (w *waiter) hand() bool {
+	if !w.role.CompareAndSwap(roleWaiting, roleHanded) {
+		return false
+	}
+	w.signal()
+	return true
+}
+
+// handed takes the role w was handed, if any.
+func (w *waiter) handed() bool {
+	return w.role.Load() == roleHanded && w.role.CompareAndSwap(roleHanded, roleWaiting)
+}
+
+// leave marks w gone; true if it was handed the driving on the way out,
+// which it must then pass on.
+func (w *waiter) leave() bool {
+	return !w.role.CompareAndSwap(roleWaiting, roleGone)
+}
+
+// waiters are reused per P (sync.Pool), so parking allocates nothing.
+var waiters = sync.Pool{New: func() any { return &waiter{wake: make(chan struct{}, 1)} }}
+
+func getWaiter() *waiter { return waiters.Get().(*waiter) }
+
+// putWaiter returns w for reuse; not after an abandoned call, which the
+// driver may still hold.
+func putWaiter(w *waiter) { waiters.Put(w) }
+
+func (w *waiter) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default: // a token is there already
+	}
+}
+
+// park blocks until a token arrives or ctx ends.
+func (w *waiter) park(ctx context.Context) error {
+	done := ctx.Done()
+	if done == nil {
+		<-w.wake
+		return nil
+	}
+	select {
+	case <-w.wake:
+		return nil
+	case <-done:
+		return ctx.Err()
+	}
+}
