@@ -21,6 +21,15 @@ import (
 // their callers. mu guards the engine: the driver holds it for a step,
 // and readers of its counters briefly.
 type conn struct {
+	// What a pass reads to skip a connection with nothing due, together
+	// on one cache line: a group may hold a thousand connections.
+	posted   int          // the driver's: operations posted, not completed
+	queued   int          // the driver's: calls waiting for a free slot
+	nextDue  int64        // the driver's: when the engine next has work
+	inboxLen atomic.Int32 // calls in the inbox
+	shut     atomic.Bool  // closed: no more calls (set under inMu)
+	listed   atomic.Bool  // in g's busy set (or on its way there)
+
 	mu       sync.Mutex
 	fc       fabric.Conn
 	ringer   fabric.Ringer      // nil when the fabric has no doorbells
@@ -34,22 +43,15 @@ type conn struct {
 	// driver gives up its core once (group.go).
 	wokeBell bool
 
-	g      *pollGroup
-	listed atomic.Bool // in g's busy set (or on its way there)
+	g *pollGroup
 
-	inMu     sync.Mutex
-	inbox    []*call // queued by callers, not yet taken by the driver
-	spare    []*call
-	inboxLen atomic.Int32
-	shut     atomic.Bool // closed: no more calls (set under inMu)
+	inMu  sync.Mutex
+	inbox []*call // queued by callers, not yet taken by the driver
+	spare []*call
 
 	// The driver's: calls waiting for a free slot, per partition, in
-	// order; operations posted and not completed; when the engine next
-	// has work; the group's yield count it last told the engine of.
+	// order; the group's yield count it last told the engine of.
 	fifo     []callQueue
-	queued   int
-	posted   int
-	nextDue  int64
 	yieldsAt uint32
 }
 
@@ -214,13 +216,13 @@ func (c *conn) step(driver *waiter, now int64) (woke int, rang, idle, hungry boo
 		c.yieldsAt = y
 		c.eng.Yielded()
 	}
-	err := c.submitLocked(driver, now)
+	err := c.submitLocked(driver)
 	if err == nil {
 		err = c.progressLocked(now)
 	}
 	woke = c.deliverLocked(driver)
 	if err == nil && c.queued > 0 {
-		if err = c.submitLocked(driver, now); err == nil {
+		if err = c.submitLocked(driver); err == nil {
 			err = c.flushLocked()
 		}
 	}
@@ -254,7 +256,7 @@ func (c *conn) takeInbox() {
 
 // submitLocked moves queued calls into every free ring slot, oldest
 // first.
-func (c *conn) submitLocked(driver *waiter, now int64) error {
+func (c *conn) submitLocked(driver *waiter) error {
 	if c.queued == 0 {
 		return nil
 	}
@@ -266,7 +268,11 @@ func (c *conn) submitLocked(driver *waiter, now int64) error {
 			if !cl.state.CompareAndSwap(callQueued, callTaking) {
 				continue // abandoned
 			}
-			slot, err := c.eng.Submit(now, p, cl.op, cl.key, cl.value, cl.ttl)
+			// Each request's own send time, not the pass's: requests sent
+			// together would all fall due for their first READ at once,
+			// though a partition answers them one after another (with
+			// one clock for all, most first READs missed).
+			slot, err := c.eng.Submit(clock(), p, cl.op, cl.key, cl.value, cl.ttl)
 			cl.state.Store(callSent)
 			if err != nil {
 				cl.finish(0, nil, err, driver)

@@ -52,6 +52,7 @@ var (
 
 func pollGroups() []pollGroup {
 	groupsOnce.Do(func() {
+		oneP = runtime.GOMAXPROCS(0) == 1
 		n := max(1, runtime.GOMAXPROCS(0)/2)
 		if v, err := strconv.Atoi(os.Getenv("JAKIRO_POLL_GROUPS")); err == nil && v > 0 {
 			n = v
@@ -80,18 +81,27 @@ func (g *pollGroup) announce(cn *conn) {
 	g.mu.Unlock()
 }
 
-// How the driver gives its core away while it waits, in passes over its
-// connections (powers of two):
+// How often the driver gives its core away while it waits, in time (a
+// pass over connections with nothing due takes tens of nanoseconds, so
+// counting passes would yield far more often when idle than when busy):
 const (
 	// gosched: to the process's other goroutines (and to the callers it
-	// woke, if they did not need to run sooner).
-	goschedEvery = 8
-	// ctxEvery: look at the driver's context.
-	ctxEvery = 64
-	// osYieldEvery: sched_yield to other processes (the server may be one
-	// of them on a busy machine; Gosched yields only to goroutines).
-	osYieldEvery = 1024
+	// woke, if they did not need to run sooner); with more than one P,
+	// less often: other Ps run them, and a Gosched may wake an idle P.
+	goschedNS      = 2_000
+	goschedManyPNS = 20_000
+	// ctx: look at the driver's context.
+	ctxNS = 20_000
+	// osYield: sched_yield to other processes (the server may be one of
+	// them on a busy machine; Gosched yields only to goroutines).
+	osYieldNS = 200_000
+	// yielded: a Gosched that kept the driver away this long gave its
+	// core to others.
+	yieldedNS = 1_000
 )
+
+// oneP: GOMAXPROCS was 1 at the first Dial.
+var oneP bool
 
 // await returns once every call of w is done, driving the group while it
 // holds the role, or with ctx's error.
@@ -116,31 +126,46 @@ func (g *pollGroup) await(ctx context.Context, w *waiter) error {
 // drive runs the group, holding the role, until w's calls are done or
 // ctx ends.
 func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
-	var spins, unyielded uint
+	every := int64(goschedManyPNS)
+	if oneP {
+		every = goschedNS
+	}
+	var unyielded int
+	var gosched, ctxAt, osYield int64
 	for {
-		woke, rang, hungry := g.pass(w)
+		woke, rang, hungry, now := g.pass(w)
 		if w.pending.Load() == 0 {
 			return nil
 		}
-		spins++
+		if gosched == 0 {
+			gosched, ctxAt, osYield = now+every, now+ctxNS, now+osYieldNS
+		}
 		if rang {
 			// The partition we woke may wait for this very core (the
 			// kernel often runs a woken thread where its waker runs).
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		}
-		unyielded += uint(woke)
+		unyielded += woke
 		// Callers woken run their next requests once the driver yields:
 		// at once where a ring has room with nothing queued for it, else
-		// after a few passes, so several wake-ups share one yield.
-		if unyielded > 0 && hungry || spins%goschedEvery == 0 {
-			g.yields++
+		// within the yield interval, so several wake-ups share one yield.
+		if unyielded > 0 && hungry || now >= gosched {
 			unyielded = 0
+			gosched = now + every
 			runtime.Gosched()
+			if clock()-now > yieldedNS {
+				// Others ran meanwhile: a retry's lateness after a miss
+				// is ours, not the server's (engines learn at their next
+				// step). A Gosched with nobody to run is no yield.
+				g.yields++
+			}
 		}
-		if spins%osYieldEvery == 0 {
+		if now >= osYield {
+			osYield = now + osYieldNS
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		}
-		if spins%ctxEvery == 0 {
+		if now >= ctxAt {
+			ctxAt = now + ctxNS
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -151,10 +176,11 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 // pass is one step of every busy connection: queued requests into free
 // slots, posts, completions, answers to their callers (woken, but w, the
 // driver). It reports how many callers it woke, whether it rang a blocked
-// partition, and whether a connection has room and nothing queued for it.
-func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry bool) {
+// partition, whether a connection has room and nothing queued for it,
+// and the clock it read.
+func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry bool, now int64) {
 	g.takeIncoming()
-	now := clock()
+	now = clock()
 	for i := 0; i < len(g.active); {
 		cn := g.active[i]
 		n, bell, idle, room := cn.step(w, now)
@@ -169,7 +195,7 @@ func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry bool) {
 		}
 		i++
 	}
-	return woke, rang, hungry
+	return woke, rang, hungry, now
 }
 
 // release passes on the role w holds.
