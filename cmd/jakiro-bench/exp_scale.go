@@ -205,7 +205,8 @@ func runScale(e *env) error {
 	}
 	ks := newKeySet(e.Keys, sizeDist{Fixed: 32})
 	t := &table{Name: "scale", Cols: append([]string{"partitions", "shape", "processes", "gomaxprocs", "callers_per_process", "window"}, shapeCols...),
-		Settings: e.settings(serverOpts{}, "workload: 95% GET, uniform, 32 B values, client mode "+e.ClientMode.String()+"; shm",
+		Settings: e.settings(serverOpts{}, "server partitions: as in each row (server GOMAXPROCS partitions+1); the server line above is for 1",
+			"workload: 95% GET, uniform, 32 B values, client mode "+e.ClientMode.String()+"; shm",
 			fmt.Sprintf("procs: %d load processes at GOMAXPROCS 1, each with C callers on connections of their own; one: the same %d x C callers in one process at GOMAXPROCS %d, own connections; one-shared: the same, one client.Client", n, n, n),
 			"client_us_per_op: every load process's CPU per operation; server_us_per_op: the server's",
 			fmt.Sprintf("each point: median of %d interleaved repetitions", e.reps()))}
