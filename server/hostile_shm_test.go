@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -102,32 +101,7 @@ func TestHostileShmFlags(t *testing.T) {
 	srv := startJakiro(t, buildJakiro(t), listenFor(t, "shm"))
 	c := dialT(t, srv.Addr)
 	alone := wakeP50(t, c, 15)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "JAKIRO_E2E_ROLE=shmflag", envAttack+"=flags,"+srv.Addr+",1")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Scan()
-		line <- sc.Text()
-	}()
-	select {
-	case l := <-line:
-		if !strings.HasPrefix(l, "ATTACKING") {
-			t.Fatalf("attacker: %q", l)
-		}
-		t.Log("attacker:", l)
-	case <-time.After(20 * time.Second):
-		t.Fatal("attacker not attacking after 20 s")
-	}
+	startAttacker(t, "shmflag", "flags", srv.Addr, 1)
 	attacked := wakeP50(t, c, 15)
 	t.Logf("wake-up after 30 ms idle, p50: %v alone, %v beside the attacker", alone, attacked)
 	if attacked > 2*alone+5*time.Millisecond {

@@ -150,9 +150,15 @@ func attackChild() int {
 // startAttack runs attackChild in a process of its own and waits until
 // every connection has attacked once. Cleanup kills it.
 func startAttack(t *testing.T, kind, addr string, conns int) *exec.Cmd {
+	return startAttacker(t, "tcpattack", kind, addr, conns)
+}
+
+// startAttacker runs this test binary in the attacker role given and waits
+// until it says it is attacking. Cleanup kills it.
+func startAttacker(t *testing.T, role, kind, addr string, conns int) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "JAKIRO_E2E_ROLE=tcpattack", envAttack+"="+kind+","+addr+","+strconv.Itoa(conns))
+	cmd.Env = append(os.Environ(), "JAKIRO_E2E_ROLE="+role, envAttack+"="+kind+","+addr+","+strconv.Itoa(conns))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -174,6 +180,7 @@ func startAttack(t *testing.T, kind, addr string, conns int) *exec.Cmd {
 		if !strings.HasPrefix(l, "ATTACKING") {
 			t.Fatalf("attacker: %q", l)
 		}
+		t.Log("attacker:", strings.TrimSpace(l))
 	case <-time.After(20 * time.Second):
 		t.Fatal("attacker not attacking after 20 s")
 	}
