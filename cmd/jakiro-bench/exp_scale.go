@@ -19,10 +19,10 @@ type shape struct {
 
 // shapeResult is a shaped point's measurement, summed over its processes.
 type shapeResult struct {
-	Mops        float64
-	ClientUSOp  float64 // load processes' CPU µs per operation
-	ServerUSOp  float64 // the server process's CPU µs per operation
-	P50US, P99S float64 // of the first process
+	Mops         float64
+	ClientUSOp   float64 // load processes' CPU µs per operation
+	ServerUSOp   float64 // the server process's CPU µs per operation
+	P50US, P99US float64 // of the first process
 }
 
 // runShape measures sh against the server at addr (process serverPid; 0:
@@ -69,7 +69,7 @@ func (e *env) runShape(sh shape, keys, serverPid int) (shapeResult, error) {
 		ops += r.Ops
 		cpu += r.CPUNS
 		if i == 0 {
-			res.P50US, res.P99S = r.P50US, r.P99US
+			res.P50US, res.P99US = r.P50US, r.P99US
 		}
 	}
 	procs = procs[:0]
@@ -101,7 +101,7 @@ func (rs shapeRuns) vals() []any {
 		rs.med(func(r shapeResult) float64 { return r.ClientUSOp }).Med,
 		rs.med(func(r shapeResult) float64 { return r.ServerUSOp }).Med,
 		rs.med(func(r shapeResult) float64 { return r.P50US }).Med,
-		rs.med(func(r shapeResult) float64 { return r.P99S }).Med}
+		rs.med(func(r shapeResult) float64 { return r.P99US }).Med}
 }
 
 // runCallers: one process with many goroutines calling Get, as a real
