@@ -11,7 +11,8 @@ import (
 // EngineConfig tunes the client side of the protocol.
 type EngineConfig struct {
 	Mode Mode
-	// RFS is the remote fetch size in bytes; 0 means auto (AutoRFS).
+	// RFS is the remote fetch size in bytes per response record; 0 means
+	// auto (AutoRFS).
 	RFS int
 	// FetchDelayNS is the wait before the first fetch READ; negative means
 	// adaptive (FetchDelay).
@@ -32,15 +33,15 @@ type EngineConfig struct {
 	SoftNIC bool
 }
 
-// Result is one finished request. Value aliases the engine's local region
-// and stays valid until Consumed.
+// Result is one finished request. Value aliases the engine's memory and
+// stays valid until Consumed.
 type Result struct {
 	Slot   int
 	Status Status
 	Value  []byte
 }
 
-// ErrRingFull: no free slot in the partition's ring; drive the engine first.
+// ErrRingFull: no room in the partition's rings; drive the engine first.
 var ErrRingFull = errors.New("rfp: ring full")
 
 // Never is what Next returns when the engine waits for nothing but
@@ -54,23 +55,29 @@ const Never = int64(math.MaxInt64)
 // them, Results to hand to callers, Next: when Tick has work). It reads and
 // writes its local region's bytes, which is memory, not I/O: requests are
 // encoded there before their WRITE, READs and server replies land there.
+//
+// Per partition, the requests submitted since the last Pending go out in
+// one WRITE (two where the ring wraps), and one READ (two where it wraps)
+// fetches the responses of every request in flight: a partition answers
+// in ring order, so what is ready comes back together.
 // Not safe for concurrent use.
 type Engine struct {
-	local   *fabric.Region
-	mem     []byte
-	grant   fabric.Desc
-	layout  Layout
-	cfg     EngineConfig
-	policy  ReplyPolicy
-	auto    *AutoRFS // nil when the RFS is fixed
-	delay   FetchDelay
-	nextSeq []uint32 // per partition
-	inRing  []int    // per partition: requests in flight
-	ops     []opRec  // partition*slots + slot
-	active  int      // requests in flight
-	missing int      // requests that missed and have not finished: behindMiss looks only then
-	yields  uint32   // times the driver gave its core away while waiting
-	next    int64    // no Tick work before this time
+	local  *fabric.Region
+	mem    []byte
+	grant  fabric.Desc
+	layout Layout
+	cfg    EngineConfig
+	policy ReplyPolicy
+	auto   *AutoRFS // nil when the RFS is fixed
+	delay  FetchDelay
+	parts  []partState
+	calls  []callRec // partition*Slots + i: the callers' requests (Result.Slot)
+	active int       // calls in flight
+	yields uint32    // times the driver gave its core away while waiting
+	next   int64     // no Tick work before this time
+	dirty  []int     // partitions with records not yet in Pending
+	// pending are the ops to post; writes are built from dirty when
+	// Pending is asked for.
 	pending []fabric.Op
 	results []Result
 	bells   bellState
@@ -78,42 +85,44 @@ type Engine struct {
 	failed  error
 }
 
-type opState uint8
+type recKind uint8
 
 const (
-	opIdle      opState = iota
-	opWaiting           // sent; fetch READ due at due
-	opReading           // fetch READ posted
-	opReplyWait         // sent with FlagReply; polling local memory
-	opDone              // result in, waiting for the request WRITE's completion
-	opReported          // in Results until Consumed
+	recCall  recKind = iota // a caller's request (or the join of a long one)
+	recPart                 // a part of a long request's value
+	recPiece                // asks for the next piece of a long response
 )
 
-// opRec is one ring slot's request.
-type opRec struct {
-	state     opState
-	writeDone bool
-	firstRead bool // no fetch READ completed yet
-	missed    bool // the first fetch READ found no result
-	op        Op
-	status    Status // the result's, once in
-	reads     uint8  // READs since the last ring: the retry backoff exponent
-	misses    uint8  // not-ready READs in all
-	missYield uint32 // yields at the first miss
+// rec is a request record in flight, oldest first per partition.
+type rec struct {
 	seq       uint32
-	vlen      int   // the result's value length, once in (value at respHeader)
-	fetched   int   // bytes of the response slot the last READ brought
-	sent      int64 // when submitted
-	due       int64 // when the next fetch READ may go
+	kind      recKind
+	reply     bool
+	first     bool // no READ covered it yet
+	missed    bool // the first READ that covered it, due, found nothing
+	reads     uint8
+	misses    uint8
+	call      int32  // the call it serves
+	missYield uint32 // yields at the first miss
+	start     uint64 // its request ring position (wrap skip excluded)
+	resv      int    // response bytes reserved
+	maxLen    int    // the longest payload its response may carry
+	expect    int    // response bytes a fetch expects
+	sent      int64
+	due       int64 // when the next fetch READ may go (it leads the partition's queue)
 }
 
-// Completion ID layout: slot index << idShift | kind.
-const (
-	idWrite = 1
-	idRead  = 2
-	idShift = 2
-	idKinds = 1<<idShift - 1
-)
+// callRec is a caller's request from Submit to Consumed.
+type callRec struct {
+	busy   bool
+	op     Op
+	status Status
+	resv   int    // response bytes held until Consumed
+	val    []byte // the result, once in
+	asm    []byte // a long response's pieces, gathered
+	want   int    // its total length
+	sent   int64
+}
 
 // NewEngine builds the client side for a connection whose server sent w
 // and whose control block already points at local, a region of at least
@@ -126,26 +135,26 @@ func NewEngine(local *fabric.Region, w Welcome, cfg EngineConfig) (*Engine, erro
 	if cfg.Window <= 0 || cfg.Window > l.Slots {
 		cfg.Window = l.Slots
 	}
-	if cfg.RFS != 0 && (cfg.RFS < MinRFS || cfg.RFS > l.RespSlot) {
-		return nil, fmt.Errorf("rfp: RFS %d outside %d..%d", cfg.RFS, MinRFS, l.RespSlot)
+	if cfg.RFS != 0 && (cfg.RFS < MinRFS || cfg.RFS > l.callResv()) {
+		return nil, fmt.Errorf("rfp: RFS %d outside %d..%d", cfg.RFS, MinRFS, l.callResv())
 	}
 	e := &Engine{
 		local: local, mem: local.Bytes(), grant: w.Grant, layout: l, cfg: cfg,
 		policy:  cfg.Mode.Policy(cfg.HybridR, cfg.SoftNIC),
 		delay:   NewFetchDelay(cfg.FetchDelayNS),
-		nextSeq: make([]uint32, l.Partitions),
-		inRing:  make([]int, l.Partitions),
-		ops:     make([]opRec, l.Partitions*l.Slots),
-		pending: make([]fabric.Op, 0, 2*l.Partitions*l.Slots),
+		parts:   make([]partState, l.Partitions),
+		calls:   make([]callRec, l.Partitions*l.Slots),
+		dirty:   make([]int, 0, l.Partitions),
+		pending: make([]fabric.Op, 0, 4*l.Partitions),
 		results: make([]Result, 0, l.Partitions*l.Slots),
 		next:    Never,
 		bells:   newBellState(l.Partitions, cfg.Bells, cfg.QuietRingNS),
 	}
-	for p := range e.nextSeq {
-		e.nextSeq[p] = 1 // zeroed slots hold sequence 0
+	for p := range e.parts {
+		e.parts[p].init(p, l)
 	}
 	if cfg.RFS == 0 {
-		e.auto = NewAutoRFS(RFSFor(32), l.RespSlot)
+		e.auto = NewAutoRFS(RFSFor(32), l.callResv())
 	}
 	return e, nil
 }
@@ -156,7 +165,7 @@ func (e *Engine) Layout() Layout { return e.layout }
 // Counters are the totals so far.
 func (e *Engine) Counters() Counters { return e.stats }
 
-// RFS is the fetch size in use now.
+// RFS is the fetch size per response in use now.
 func (e *Engine) RFS() int {
 	if e.auto != nil {
 		return e.auto.RFS()
@@ -187,16 +196,20 @@ func (e *Engine) Fail(err error) error {
 // miss is the driver's, not the server's.
 func (e *Engine) Yielded() { e.yields++ }
 
-// Free says whether partition p can take another request now.
+// Free says whether partition p can take another request now: Submit of
+// any request that fits the server's limits then succeeds.
 func (e *Engine) Free(p int) bool {
-	return e.inRing[p] < e.cfg.Window &&
-		e.ops[p*e.layout.Slots+SlotOf(e.nextSeq[p], e.layout.Slots)].state == opIdle
+	ps := &e.parts[p]
+	return e.failed == nil && ps.calls < e.cfg.Window && ps.long < 0 &&
+		ps.reqRoom(e.layout, e.layout.maxReqRecord()) && ps.respRoom(e.layout, e.layout.callResv()) &&
+		ps.qn < len(ps.q) && ps.modeOK(e.policy.Reply())
 }
 
-// Submit encodes a request for partition p into its next request slot and
-// queues the WRITE that sends it; now is the driver's clock. It returns the
-// slot index that the Result will carry. The caller validates sizes
-// against the layout; Submit rejects what cannot fit.
+// Submit encodes a request for partition p into its request ring; the
+// WRITE that sends it (with the others submitted since) is in the next
+// Pending. now is the driver's clock. It returns the Result.Slot the
+// result will carry. The caller validates sizes against the layout;
+// Submit rejects what cannot fit.
 func (e *Engine) Submit(now int64, p int, op Op, key, value []byte, ttl uint32) (int, error) {
 	if e.failed != nil {
 		return -1, e.failed
@@ -210,40 +223,166 @@ func (e *Engine) Submit(now int64, p int, op Op, key, value []byte, ttl uint32) 
 	if !e.Free(p) {
 		return -1, ErrRingFull
 	}
-	l := e.layout
-	seq := e.nextSeq[p]
-	s := SlotOf(seq, l.Slots)
-	idx := p*l.Slots + s
-	e.nextSeq[p]++
-	e.inRing[p]++
+	ps := &e.parts[p]
+	ci := ps.freeCalls[len(ps.freeCalls)-1]
+	ps.freeCalls = ps.freeCalls[:len(ps.freeCalls)-1]
+	ps.calls++
 	e.active++
-	var flags uint8
-	if e.policy.Reply() {
-		flags = FlagReply
+	c := &e.calls[ci]
+	*c = callRec{busy: true, op: op, sent: now, asm: c.asm[:0]}
+	if reqRecLen(len(key), len(value)) > e.layout.maxReqRecord() {
+		// Too long for one record: its value goes in parts, then the
+		// key with the last part (partState.sendParts).
+		ps.long, ps.longOp, ps.longTTL = ci, op, ttl
+		ps.longKey = append(ps.longKey[:0], key...)
+		ps.longVal = append(ps.longVal[:0], value...)
+		ps.longSent = 0
+		e.sendParts(now, p)
+		return int(ci), nil
+	}
+	e.put(now, p, rec{kind: recCall, call: ci}, ReqHeader{Op: op, TTL: ttl}, key, value)
+	return int(ci), nil
+}
+
+// put places a record at p's request ring and queues it. The caller made
+// sure there is room (Free, or the checks of sendParts and askPiece).
+func (e *Engine) put(now int64, p int, r rec, h ReqHeader, key, value []byte) {
+	l := e.layout
+	ps := &e.parts[p]
+	switch r.kind {
+	case recCall:
+		r.resv, r.maxLen, r.expect = l.callResv(), l.CallBudget(), e.expectFor(h.Op)
+	case recPart:
+		r.resv, r.maxLen, r.expect = respMarkerLen, 0, respMarkerLen
+	case recPiece:
+		r.resv, r.maxLen = l.pieceResv(), l.pieceBudget()
+		r.expect = r.resv
+	}
+	h.Budget = uint32(r.maxLen)
+	r.seq = ps.nextSeq
+	ps.nextSeq++
+	r.reply = e.policy.Reply()
+	ps.reply = r.reply
+	if r.reply {
+		h.Flags |= FlagReply
+		e.next = min(e.next, now)
 	}
 	if e.bellsOnSubmit(p, now) {
-		flags |= FlagRang
+		h.Flags |= FlagRang
 	}
-	off := l.ReqOff(p, s)
-	n := PutRequest(e.mem[off:off+l.ReqSlot], seq, op, flags, key, value, ttl)
-	rec := &e.ops[idx]
-	*rec = opRec{seq: seq, op: op, firstRead: true, state: opWaiting, sent: now, due: now + e.delay.NS()}
-	if flags&FlagReply != 0 {
-		PoisonResponse(e.mem[l.RespOff(p, s):], seq)
-		rec.state = opReplyWait
-		e.next = min(e.next, now)
-	} else {
-		e.next = min(e.next, rec.due)
+	h.Seq = r.seq
+	n := reqRecLen(len(key), len(value))
+	off := int(ps.wpos % uint64(l.ReqRing))
+	base := l.ReqBase(p)
+	if rem := l.ReqRing - off; n > rem {
+		if rem >= reqMarkerLen {
+			putReqWrap(e.mem[base+off:], r.seq)
+		}
+		ps.wpos += uint64(rem)
+		off = 0
 	}
-	e.pending = append(e.pending, fabric.Op{Kind: fabric.OpWrite, ID: uint64(idx)<<idShift | idWrite,
-		Local: e.local, LocalOff: off, Len: n, Remote: e.grant, RemoteOff: uint64(off)})
-	e.stats.Writes++
-	return idx, nil
+	r.start = ps.wpos
+	PutRequest(e.mem[base+off:base+off+n], h, key, value)
+	ps.wpos += uint64(n)
+	r.first = true
+	r.sent = now
+	r.due = now + e.delay.NS()
+	ps.resv += r.resv
+	ps.push(r)
+	if !ps.dirty {
+		ps.dirty = true
+		e.dirty = append(e.dirty, p)
+	}
+	if !r.reply && ps.qn == 1 {
+		e.next = min(e.next, r.due)
+	}
+}
+
+// expectFor is the response bytes a fetch expects for op.
+func (e *Engine) expectFor(op Op) int {
+	switch op {
+	case OpGet, OpStats:
+		return e.RFS()
+	case OpGets, OpGat:
+		return align(e.RFS()+MetaLen, recAlign)
+	case OpTouch:
+		return respRecLen(MetaLen)
+	case OpStore:
+		return respRecLen(8)
+	case OpIncr:
+		return respRecLen(IncrResultLen)
+	}
+	return respMarkerLen
+}
+
+// sendParts puts as many parts of p's long request as there is room for,
+// and its join once only the last part is left.
+func (e *Engine) sendParts(now int64, p int) {
+	ps := &e.parts[p]
+	l := e.layout
+	maxRec := l.maxReqRecord()
+	for ps.long >= 0 {
+		left := len(ps.longVal) - ps.longSent
+		total := uint32(len(ps.longVal))
+		if reqRecLen(len(ps.longKey), left) <= maxRec {
+			if !ps.reqRoom(l, maxRec) || !ps.respRoom(l, l.callResv()) || ps.qn == len(ps.q) {
+				return
+			}
+			e.put(now, p, rec{kind: recCall, call: ps.long},
+				ReqHeader{Op: ps.longOp, TTL: ps.longTTL, Flags: FlagJoin, Total: total}, ps.longKey, ps.longVal[ps.longSent:])
+			ps.long = -1
+			return
+		}
+		if !ps.reqRoom(l, maxRec) || !ps.respRoom(l, respMarkerLen) || ps.qn == len(ps.q) {
+			return
+		}
+		n := maxRec - reqHeader - sumSize - recAlign
+		e.put(now, p, rec{kind: recPart, call: ps.long},
+			ReqHeader{Op: ps.longOp, Flags: FlagPart, Total: total}, nil, ps.longVal[ps.longSent:ps.longSent+n])
+		ps.longSent += n
+	}
+}
+
+// askPiece puts a piece request for p's oldest long response when none is
+// in flight.
+func (e *Engine) askPiece(now int64, p int) {
+	ps := &e.parts[p]
+	l := e.layout
+	if len(ps.asmQ) == 0 || ps.pieceOut || !ps.reqRoom(l, reqMarkerLen) || !ps.respRoom(l, l.pieceResv()) || ps.qn == len(ps.q) {
+		return
+	}
+	ps.pieceOut = true
+	e.put(now, p, rec{kind: recPiece, call: ps.asmQ[0]}, ReqHeader{Op: opPiece}, nil, nil)
 }
 
 // Pending are the operations to post now, in order, in one Post; then
 // Posted. The slice is the engine's: it is reused after Posted.
-func (e *Engine) Pending() []fabric.Op { return e.pending }
+func (e *Engine) Pending() []fabric.Op {
+	e.flushWrites()
+	return e.pending
+}
+
+// flushWrites adds the WRITEs of the records put since the last call: per
+// partition one WRITE of the span, two where it crosses the ring's end.
+func (e *Engine) flushWrites() {
+	l := e.layout
+	for _, p := range e.dirty {
+		ps := &e.parts[p]
+		ps.dirty = false
+		from, to := ps.sentTo, ps.wpos
+		base := l.ReqBase(p)
+		for from < to {
+			off := int(from % uint64(l.ReqRing))
+			n := min(int(to-from), l.ReqRing-off)
+			e.pending = append(e.pending, fabric.Op{Kind: fabric.OpWrite, ID: idWrite,
+				Local: e.local, LocalOff: base + off, Len: n, Remote: e.grant, RemoteOff: uint64(base + off)})
+			e.stats.Writes++
+			from += uint64(n)
+		}
+		ps.sentTo = to
+	}
+	e.dirty = e.dirty[:0]
+}
 
 // Posted says the driver posted every operation Pending returned.
 func (e *Engine) Posted() { e.pending = e.pending[:0] }
@@ -256,14 +395,19 @@ func (e *Engine) Rings() []int { return e.bells.rings }
 func (e *Engine) Rang() { e.bells.rang() }
 
 // Results are the requests finished since the last Consumed, each once.
-// Their Values alias the local region: copy them before Consumed, which
-// frees their slots for new requests.
+// Their Values alias the engine's memory: copy them before Consumed, which
+// frees their room for new requests.
 func (e *Engine) Results() []Result { return e.results }
 
-// Consumed frees the slots of every Result returned so far.
+// Consumed frees the room of every Result returned so far.
 func (e *Engine) Consumed() {
+	slots := e.layout.Slots
 	for _, r := range e.results {
-		e.ops[r.Slot].state = opIdle
+		c := &e.calls[r.Slot]
+		ps := &e.parts[r.Slot/slots]
+		ps.resv -= c.resv
+		c.busy, c.resv, c.val = false, 0, nil
+		ps.freeCalls = append(ps.freeCalls, int32(r.Slot))
 	}
 	e.results = e.results[:0]
 }

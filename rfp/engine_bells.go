@@ -126,11 +126,10 @@ func (e *Engine) tickBells(now int64) int64 {
 	return next
 }
 
-// refetchSoon restarts the retry backoff of p's requests: the partition is
-// waking, so their results may come any moment now.
+// refetchSoon restarts the retry backoff of p's oldest request: the
+// partition is waking, so its result may come any moment now.
 func (e *Engine) refetchSoon(p int) {
-	slots := e.layout.Slots
-	for i := p * slots; i < (p+1)*slots; i++ {
-		e.ops[i].reads = 0
+	if ps := &e.parts[p]; ps.qn > 0 {
+		ps.head().reads = 0
 	}
 }

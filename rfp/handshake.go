@@ -11,8 +11,9 @@ import (
 const (
 	helloMagic   = 0x4f524b4a // "JKRO"
 	welcomeMagic = 0x574b524a // "JRKW"
-	// Version is the protocol version both sides must speak.
-	Version = 1
+	// Version is the protocol version both sides must speak: 2 has rings
+	// of variable-length records (1 had rings of fixed slots).
+	Version = 2
 )
 
 // Hello is the client's handshake private data.
@@ -49,6 +50,9 @@ func (h Hello) Put() []byte {
 	return b
 }
 
+// ErrVersion says the two sides speak different protocol versions.
+var ErrVersion = errors.New("rfp: protocol versions differ")
+
 // ErrNotJakiro says the peer does not speak this protocol.
 var ErrNotJakiro = errors.New("rfp: peer does not speak the Jakiro protocol")
 
@@ -69,7 +73,7 @@ func ParseHello(b []byte) (Hello, error) {
 		h.HasProof = true
 	}
 	if h.Version != Version {
-		return h, fmt.Errorf("rfp: client speaks version %d, server %d", h.Version, Version)
+		return h, fmt.Errorf("%w: client speaks version %d, server %d", ErrVersion, h.Version, Version)
 	}
 	return h, nil
 }
@@ -93,6 +97,9 @@ const (
 	RefusedFull Refusal = 1
 	// RefusedAuth: the client gave no token, or a wrong one.
 	RefusedAuth Refusal = 2
+	// RefusedVersion: the client speaks another protocol version (the
+	// welcome carries the server's, which an older client reports).
+	RefusedVersion Refusal = 3
 )
 
 func (r Refusal) err() error {
@@ -101,6 +108,8 @@ func (r Refusal) err() error {
 		return ErrServerFull
 	case RefusedAuth:
 		return ErrAuth
+	case RefusedVersion:
+		return fmt.Errorf("rfp: server refused the connection: it speaks protocol version %d and the client does not", Version)
 	}
 	return fmt.Errorf("rfp: server refused the connection (reason %d)", r)
 }
@@ -120,8 +129,8 @@ func (w Welcome) Put() []byte {
 	le.PutUint32(b[8:], uint32(w.Layout.Partitions))
 	le.PutUint32(b[12:], uint32(w.Layout.Slots))
 	le.PutUint32(b[16:], uint32(w.Layout.MaxValue))
-	le.PutUint32(b[20:], uint32(w.Layout.ReqSlot))
-	le.PutUint32(b[24:], uint32(w.Layout.RespSlot))
+	le.PutUint32(b[20:], uint32(w.Layout.ReqRing))
+	le.PutUint32(b[24:], uint32(w.Layout.RespRing))
 	w.Grant.Put(b[28:])
 	le.PutUint32(b[28+fabric.DescSize:], w.ClientID)
 	return b
@@ -135,7 +144,7 @@ func ParseWelcome(b []byte) (Welcome, error) {
 		return Welcome{}, ErrNotJakiro
 	}
 	if b[4] != Version {
-		return Welcome{}, fmt.Errorf("rfp: server speaks version %d, client %d", b[4], Version)
+		return Welcome{}, fmt.Errorf("%w: server speaks version %d, client %d", ErrVersion, b[4], Version)
 	}
 	if r := Refusal(b[5]); r != 0 {
 		return Welcome{Refused: r}, r.err()
@@ -145,8 +154,8 @@ func ParseWelcome(b []byte) (Welcome, error) {
 		Partitions: int(le.Uint32(b[8:])),
 		Slots:      int(le.Uint32(b[12:])),
 		MaxValue:   int(le.Uint32(b[16:])),
-		ReqSlot:    int(le.Uint32(b[20:])),
-		RespSlot:   int(le.Uint32(b[24:])),
+		ReqRing:    int(le.Uint32(b[20:])),
+		RespRing:   int(le.Uint32(b[24:])),
 	}
 	if err := w.Layout.Validate(); err != nil {
 		return w, err

@@ -19,8 +19,14 @@ var ErrServerFull = errors.New("rfp: server refused the connection: it has its m
 // ListenConfig is the server's side of the geometry.
 type ListenConfig struct {
 	Partitions int
-	Slots      int // per ring; default DefaultSlots
+	Slots      int // requests in flight per client and partition; default DefaultSlots
 	MaxValue   int
+	// ReqRing and RespRing are the ring sizes per client and partition in
+	// bytes (default DefaultRequestRing, DefaultResponseRing).
+	ReqRing, RespRing int
+	// LongBudget bounds the bytes of long values (sent in parts, fetched
+	// in pieces) held for all clients at once (default DefaultLongBudget).
+	LongBudget int64
 	// MaxClients bounds the sessions alive at once (default
 	// DefaultMaxClients); a client beyond it is refused with ErrServerFull.
 	MaxClients int
@@ -52,6 +58,7 @@ type Listener struct {
 	auth   authCheck
 	nextID atomic.Uint32
 	live   atomic.Int64 // sessions not closed yet
+	long   *longBudget
 
 	refusing sync.WaitGroup // refusals still completing their handshake
 }
@@ -67,13 +74,14 @@ func Listen(addr string, cfg ListenConfig) (*Listener, error) {
 	if cfg.ReplyTimeout <= 0 {
 		cfg.ReplyTimeout = DefaultReplyTimeout
 	}
-	if _, err := NewLayout(cfg.Partitions, cfg.Slots, cfg.MaxValue); err != nil {
-		return nil, err
+	if cfg.LongBudget <= 0 {
+		cfg.LongBudget = DefaultLongBudget
 	}
-	biggest, err := NewLayout(cfg.Partitions, max(cfg.Slots, maxHelloSlots), cfg.MaxValue)
+	biggest, err := NewLayout(cfg.Partitions, cfg.Slots, cfg.MaxValue, cfg.ReqRing, cfg.RespRing)
 	if err != nil {
 		return nil, err
 	}
+	cfg.ReqRing, cfg.RespRing = biggest.ReqRing, biggest.RespRing
 	fo := cfg.Fabric
 	fo.Doorbells = cfg.Partitions // one per partition, where the fabric has them
 	if fo.DomainSize == 0 {
@@ -85,7 +93,7 @@ func Listen(addr string, cfg ListenConfig) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Listener{ln: ln, cfg: cfg, auth: newAuthCheck(cfg.AuthToken)}
+	l := &Listener{ln: ln, cfg: cfg, auth: newAuthCheck(cfg.AuthToken), long: newLongBudget(cfg.LongBudget)}
 	l.bells, _ = ln.(fabric.Doorbells)
 	return l, nil
 }
@@ -169,6 +177,10 @@ func (l *Listener) Accept(ctx context.Context) (*Session, error) {
 		return nil, err
 	}
 	h, err := ParseHello(setup.PeerData())
+	if errors.Is(err, ErrVersion) {
+		l.refuse(ctx, setup, RefusedVersion) // the welcome names our version
+		return nil, &HandshakeError{err}
+	}
 	if err != nil {
 		setup.Close()
 		return nil, &HandshakeError{err}
@@ -196,7 +208,7 @@ const grantSlack = 64 << 10
 
 // grant allocates a client's rings and completes its handshake.
 func (l *Listener) grant(ctx context.Context, setup fabric.Setup, h Hello) (*Session, error) {
-	layout, err := NewLayout(l.cfg.Partitions, l.cfg.grantSlots(int(h.Slots)), l.cfg.MaxValue)
+	layout, err := NewLayout(l.cfg.Partitions, l.cfg.grantSlots(int(h.Slots)), l.cfg.MaxValue, l.cfg.ReqRing, l.cfg.RespRing)
 	if err != nil {
 		setup.Close()
 		return nil, err
@@ -216,7 +228,7 @@ func (l *Listener) grant(ctx context.Context, setup fabric.Setup, h Hello) (*Ses
 	}
 	var once sync.Once
 	release := func() { once.Do(func() { l.live.Add(-1) }) }
-	return newSession(id, conn, grant, layout, l.cfg.ReplyTimeout, release), nil
+	return newSession(id, conn, grant, layout, l.cfg.ReplyTimeout, l.long, release), nil
 }
 
 // refuse completes a handshake with a refusal, so the client learns why,

@@ -52,6 +52,12 @@ const (
 	// request (bells.go): a partition that finds it knows who rang and
 	// need not look at every session for the ringer.
 	FlagRang
+	// FlagPart: the record's value is one part of a value too long for
+	// one record; the session keeps it until the FlagJoin record.
+	FlagPart
+	// FlagJoin: the record ends a request sent in parts: its value is the
+	// last part, its key and op the request's.
+	FlagJoin
 )
 
 // Limits of the wire format.

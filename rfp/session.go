@@ -1,6 +1,7 @@
 package rfp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,8 +13,8 @@ import (
 
 // Session is the server's side of one client: the grant (request and
 // response rings for every partition) and the connection. Each partition's
-// methods (Poll, ResponseValue, Respond) must be called only by that
-// partition's goroutine; rings of different partitions share nothing.
+// methods (Poll, PollBatch, Respond, FlushReplies) must be called only by
+// that partition's goroutine; rings of different partitions share nothing.
 type Session struct {
 	ID     uint32
 	conn   fabric.Conn
@@ -22,6 +23,7 @@ type Session struct {
 	mem    []byte
 	layout Layout
 	rings  []sessionRing
+	long   *longBudget // the listener's bound on long values held for clients
 
 	replyMu      sync.Mutex // serialises reply-mode Post/Poll across partitions
 	replyComps   [16]fabric.Completion
@@ -32,24 +34,37 @@ type Session struct {
 
 type sessionRing struct {
 	next       uint32 // sequence expected next
-	stuckSince int64  // when the expected slot was first seen invalid
+	rpos       uint64 // request ring position of record next
+	wpos       uint64 // response ring position of the next response
+	stuckSince int64  // when the expected record was first seen invalid
 	replyTo    fabric.Desc
 	haveReply  bool
-	replies    []fabric.Op // reply WRITEs staged by Respond, posted by FlushReplies
-	_          [64]byte    // keep partitions' rings on separate cache lines
+	// The response bytes [replyFrom, wpos) answered FlagReply requests
+	// since the last FlushReplies: WRITEn to the client as one span.
+	replyFrom  uint64
+	replyStart bool
+	replies    [2]fabric.Op
+	// A request sent in parts: the parts so far (nil: none under way), and
+	// the status its join gets when a part was refused.
+	in       []byte
+	inStatus Status
+	inTaken  int  // bytes of the listener's long budget in holds
+	joined   bool // in is the value of the last join Poll returned
+	// Long responses being fetched in pieces, oldest first.
+	out []longOut
+	_      [64]byte // keep partitions' rings on separate cache lines
 }
 
-// StuckTimeout is how long a slot may show the expected sequence number
+// StuckTimeout is how long a record may show the expected sequence number
 // with a bad checksum or impossible lengths before the server answers it
 // as malformed. Honest WRITEs land within microseconds.
 const StuckTimeout = int64(1e9)
 
-func newSession(id uint32, conn fabric.Conn, grant *fabric.Region, l Layout, replyTimeout time.Duration, release func()) *Session {
+func newSession(id uint32, conn fabric.Conn, grant *fabric.Region, l Layout, replyTimeout time.Duration, long *longBudget, release func()) *Session {
 	s := &Session{ID: id, conn: conn, grant: grant, mem: grant.Bytes(), layout: l,
-		rings: make([]sessionRing, l.Partitions), replyTimeout: replyTimeout, release: release}
+		rings: make([]sessionRing, l.Partitions), replyTimeout: replyTimeout, long: long, release: release}
 	for p := range s.rings {
 		s.rings[p].next = 1
-		s.rings[p].replies = make([]fabric.Op, 0, l.Slots)
 	}
 	s.pump, _ = conn.(fabric.Pumper)
 	return s
@@ -85,8 +100,6 @@ func (s *Session) Done() <-chan struct{} { return s.conn.Done() }
 // Err says why the connection ended.
 func (s *Session) Err() error { return s.conn.Err() }
 
-// Close ends the connection and frees the grant. Call it only after every
-// partition goroutine has stopped touching the session.
 // BellSource is the name this session's rings carry (Listener.TakeRingers),
 // -1 where the fabric names none.
 func (s *Session) BellSource() int {
@@ -96,6 +109,8 @@ func (s *Session) BellSource() int {
 	return -1
 }
 
+// Close ends the connection and frees the grant. Call it only after every
+// partition goroutine has stopped touching the session.
 func (s *Session) Close() error { return s.CloseBy(time.Time{}) }
 
 // CloseBy is Close, with the connection's wait for what it owes the
@@ -112,118 +127,358 @@ func (s *Session) CloseBy(deadline time.Time) error {
 		err = fabric.CloseBy(s.conn, deadline)
 	}
 	s.grant.Close()
+	for p := range s.rings {
+		s.dropLong(p)
+	}
 	if s.release != nil {
 		s.release()
 	}
 	return err
 }
 
-// Poll looks at partition p's next request slot. It returns true with r
-// filled when a request is there. A slot that stayed malformed for
-// StuckTimeout is returned with r.Op == 0, to be answered StatusBadRequest.
-// now is a monotonic clock in nanoseconds.
+// reqAt is the request ring of p from position pos to the ring's end, or
+// nil where no record fits before the end (the writer skipped those bytes).
+func (s *Session) reqAt(p int, pos uint64) []byte {
+	l := s.layout
+	off := int(pos % uint64(l.ReqRing))
+	if l.ReqRing-off < reqMarkerLen {
+		return nil
+	}
+	base := l.ReqBase(p)
+	return s.mem[base+off : base+l.ReqRing]
+}
+
+// lapEnd is the position of the start of the lap after pos's.
+func lapEnd(pos uint64, ring int) uint64 { return pos - pos%uint64(ring) + uint64(ring) }
+
+// Poll looks at partition p's next request record. It returns true with r
+// filled when a request is there. A record that stayed malformed for
+// StuckTimeout is returned with r.Op == 0, to be answered
+// StatusBadRequest. Parts of long requests and piece requests of long
+// responses are served here. now is a monotonic clock in nanoseconds.
 func (s *Session) Poll(p int, now int64, r *Request) bool {
 	ring := &s.rings[p]
-	l := s.layout
-	off := l.ReqOff(p, SlotOf(ring.next, l.Slots))
-	switch ParseRequest(s.mem[off:off+l.ReqSlot], ring.next, l.MaxValue, r) {
-	case SlotReady:
+	if ring.joined {
+		s.dropIn(p)
+	}
+	for {
+		b := s.reqAt(p, ring.rpos)
+		if b == nil {
+			ring.rpos = lapEnd(ring.rpos, s.layout.ReqRing)
+			continue
+		}
+		st := ParseRequest(b, ring.next, r)
+		switch st {
+		case SlotEmpty:
+			return false
+		case SlotWrap:
+			ring.stuckSince = 0
+			ring.rpos = lapEnd(ring.rpos, s.layout.ReqRing)
+			continue
+		case SlotReady:
+			ring.stuckSince = 0
+			r.at = ring.rpos
+			switch {
+			case r.Flags&FlagPart != 0:
+				s.takePart(p, r)
+				continue
+			case r.Op == opPiece:
+				s.sendPiece(p, r)
+				continue
+			case r.Flags&FlagJoin != 0:
+				if !s.join(p, r) {
+					continue
+				}
+			}
+			return true
+		}
+		if ring.stuckSince == 0 {
+			ring.stuckSince = now
+			return false
+		}
+		if now-ring.stuckSince < StuckTimeout {
+			return false
+		}
 		ring.stuckSince = 0
+		// Skip the record: by its length where that was plausible (a torn
+		// WRITE that never finished), else to the lap's end. Only a client
+		// that wrote garbage gets here, and it gets StatusBadRequest.
+		n := len(b)
+		if st == SlotTorn {
+			le := binary.LittleEndian
+			n = min(reqRecLen(int(b[6])|int(b[7])<<8, int(le.Uint32(b[8:]))), len(b))
+		}
+		*r = Request{Seq: ring.next, at: ring.rpos, len: n}
 		return true
-	case SlotEmpty:
-		return false
 	}
-	if ring.stuckSince == 0 {
-		ring.stuckSince = now
-		return false
-	}
-	if now-ring.stuckSince < StuckTimeout {
-		return false
-	}
-	ring.stuckSince = 0
-	*r = Request{Seq: ring.next}
-	return true
 }
 
 // PollBatch fills rs with the consecutive ready requests of partition p's
 // ring, starting at the next one, without consuming them: the caller
-// answers them in order with ResponseValue/Respond (rs[i] is answered by
-// the i-th Respond). Seeing several at once lets a server overlap their
-// memory accesses. A malformed slot is reported as Poll does, alone.
+// answers them in order with Respond. Seeing several at once lets a server
+// overlap their memory accesses. A malformed record is reported as Poll
+// does, alone; parts and pieces end a batch.
 func (s *Session) PollBatch(p int, now int64, rs []Request) int {
 	if len(rs) == 0 || !s.Poll(p, now, &rs[0]) {
 		return 0
 	}
-	if rs[0].Op == 0 {
+	if rs[0].Op == 0 || rs[0].Flags&FlagJoin != 0 {
 		return 1
 	}
 	ring := &s.rings[p]
-	l := s.layout
+	pos := rs[0].at + uint64(rs[0].len)
 	n := 1
-	for ; n < len(rs) && n < l.Slots; n++ {
-		seq := ring.next + uint32(n)
-		off := l.ReqOff(p, SlotOf(seq, l.Slots))
-		if ParseRequest(s.mem[off:off+l.ReqSlot], seq, l.MaxValue, &rs[n]) != SlotReady {
+	for n < len(rs) {
+		b := s.reqAt(p, pos)
+		if b == nil {
+			pos = lapEnd(pos, s.layout.ReqRing)
+			continue
+		}
+		r := &rs[n]
+		st := ParseRequest(b, ring.next+uint32(n), r)
+		if st == SlotWrap {
+			pos = lapEnd(pos, s.layout.ReqRing)
+			continue
+		}
+		if st != SlotReady || r.Flags&(FlagPart|FlagJoin) != 0 || r.Op == opPiece {
 			break
 		}
+		r.at = pos
+		pos += uint64(r.len)
+		n++
 	}
 	return n
 }
 
-// ResponseValue is where partition p puts the value of the response to the
-// request Poll returned, before Respond.
-func (s *Session) ResponseValue(p int) []byte {
-	l := s.layout
-	off := l.RespOff(p, SlotOf(s.rings[p].next, l.Slots))
-	return ResponseValue(s.mem[off : off+l.RespSlot])
-}
-
-// Respond seals the response (n value bytes already in ResponseValue) in
-// server memory and moves to the next slot. If the request asked for a
-// reply it stages the WRITE of the response into the client's memory;
-// FlushReplies posts what Respond staged, all at once (one send where the
-// fabric is a socket), and must follow each batch of Responds.
-func (s *Session) Respond(p int, reply bool, st Status, n int) error {
+// respAt places the response record for a payload of n bytes at p's
+// write position, leaving a wrap marker where it does not fit before the
+// ring's end, and returns the record's bytes and position. publish moves
+// the write position past it.
+func (s *Session) respAt(p, n int) ([]byte, uint64) {
 	ring := &s.rings[p]
 	l := s.layout
-	seq := ring.next
-	sl := SlotOf(seq, l.Slots)
-	off := l.RespOff(p, sl)
-	size := SealResponse(s.mem[off:off+l.RespSlot], seq, st, n)
+	base := l.RespBase(p)
+	need := respRecLen(n)
+	pos := ring.wpos
+	off := int(pos % uint64(l.RespRing))
+	if rem := l.RespRing - off; need > rem {
+		if rem >= respMarkerLen {
+			SealResponse(s.mem[base+off:base+l.RespRing], ring.next, 0, respWrap, 0)
+		}
+		pos, off = lapEnd(pos, l.RespRing), 0
+	}
+	return s.mem[base+off : base+off+need], pos
+}
+
+// budgetOf bounds a request's response budget to what a ring can carry.
+func (s *Session) budgetOf(r *Request) int {
+	return max(min(int(r.Budget), s.layout.RespRing/2-respHeader-sumSize), 16)
+}
+
+// Respond answers the request Poll or PollBatch returned (in order) with
+// status st and value val, in p's response ring. A value over the
+// request's budget goes out in pieces: the first here, the rest kept for
+// the client's piece requests. If the request asked for a reply the
+// record joins the span FlushReplies WRITEs into the client's memory; it
+// must follow each batch of Responds.
+func (s *Session) Respond(p int, r *Request, st Status, val []byte) error {
+	budget := s.budgetOf(r)
+	var rflags uint8
+	piece := val
+	if len(val) > budget {
+		piece = val[:budget-8]
+		if err := s.keepLong(p, val, len(piece)); err != nil {
+			st, piece = StatusNoMemory, nil
+		} else {
+			rflags = respMore | respFirst
+		}
+	}
+	n := len(piece)
+	if rflags&respFirst != 0 {
+		n += 8
+	}
+	b, at := s.respAt(p, n)
+	pl := b[respHeader:]
+	if rflags&respFirst != 0 {
+		binary.LittleEndian.PutUint64(pl, uint64(len(val)))
+		pl = pl[8:]
+	}
+	copy(pl, piece)
+	return s.publish(p, r, st, rflags, n, b, at)
+}
+
+// publish seals a response record placed at position at and moves both
+// rings on. A reply span starts before any wrap marker respAt left.
+func (s *Session) publish(p int, r *Request, st Status, rflags uint8, n int, b []byte, at uint64) error {
+	ring := &s.rings[p]
+	start := ring.wpos
+	ring.wpos = at + uint64(SealResponse(b, r.Seq, st, rflags, n))
 	ring.next++
-	if !reply {
+	ring.rpos = r.at + uint64(r.len)
+	if r.Flags&FlagReply == 0 {
 		return nil
 	}
+	return s.stageReply(p, start)
+}
+
+// takePart keeps a part of a long request and acknowledges it. A part
+// that cannot be kept is acknowledged with the status the join will get.
+func (s *Session) takePart(p int, r *Request) {
+	ring := &s.rings[p]
+	if ring.joined {
+		s.dropIn(p)
+	}
+	if ring.in == nil {
+		total := int(r.Total)
+		ring.in, ring.inStatus = []byte{}, StatusOK
+		switch {
+		case total > s.layout.MaxValue+StoreExtraLen || total < len(r.Value):
+			ring.inStatus = StatusTooLarge
+		case !s.long.take(total):
+			ring.inStatus = StatusNoMemory
+		default:
+			ring.in, ring.inTaken = make([]byte, 0, total), total
+		}
+	}
+	if ring.inStatus == StatusOK {
+		if len(ring.in)+len(r.Value) > cap(ring.in) {
+			ring.inStatus = StatusBadRequest
+		} else {
+			ring.in = append(ring.in, r.Value...)
+		}
+	}
+	s.Respond(p, r, ring.inStatus, nil)
+}
+
+// join turns the record ending a long request into the whole request:
+// its value is the parts and its own. A join whose parts were refused
+// is answered here, and join reports false.
+func (s *Session) join(p int, r *Request) bool {
+	ring := &s.rings[p]
+	st := ring.inStatus
+	if ring.in == nil || st == StatusOK && len(ring.in)+len(r.Value) != int(r.Total) {
+		st = StatusBadRequest
+	}
+	if st != StatusOK {
+		s.dropIn(p)
+		s.Respond(p, r, st, nil)
+		return false
+	}
+	// The joined value stays valid until p's next Poll.
+	r.Value = append(ring.in, r.Value...)
+	ring.joined = true
+	return true
+}
+
+// dropIn releases a long request's parts.
+func (s *Session) dropIn(p int) {
+	ring := &s.rings[p]
+	s.long.give(ring.inTaken)
+	ring.in, ring.joined, ring.inTaken = nil, false, 0
+}
+
+// longOut is a long response being fetched in pieces: sent of it so far.
+type longOut struct {
+	v    []byte
+	sent int
+}
+
+// keepLong queues a long response's payload for piece requests; sent
+// bytes of it go with the response itself.
+func (s *Session) keepLong(p int, val []byte, sent int) error {
+	ring := &s.rings[p]
+	if len(ring.out) >= s.layout.Slots || !s.long.take(len(val)) {
+		return errLongBudget
+	}
+	ring.out = append(ring.out, longOut{append([]byte(nil), val...), sent})
+	return nil
+}
+
+var errLongBudget = errors.New("rfp: no room for a long response")
+
+// sendPiece answers a piece request with the next piece of the oldest
+// long response.
+func (s *Session) sendPiece(p int, r *Request) {
+	ring := &s.rings[p]
+	if len(ring.out) == 0 {
+		s.Respond(p, r, StatusBadRequest, nil)
+		return
+	}
+	o := &ring.out[0]
+	n := min(len(o.v)-o.sent, s.budgetOf(r))
+	var rflags uint8
+	if o.sent+n < len(o.v) {
+		rflags = respMore
+	}
+	b, at := s.respAt(p, n)
+	copy(b[respHeader:], o.v[o.sent:o.sent+n])
+	o.sent += n
+	if rflags == 0 {
+		s.long.give(len(o.v))
+		ring.out[0] = longOut{}
+		ring.out = ring.out[1:]
+	}
+	s.publish(p, r, StatusOK, rflags, n, b, at)
+}
+
+// dropLong releases everything kept for p's long values.
+func (s *Session) dropLong(p int) {
+	ring := &s.rings[p]
+	for _, o := range ring.out {
+		s.long.give(len(o.v))
+	}
+	ring.out = nil
+	s.dropIn(p)
+}
+
+// stageReply adds the response record that starts at start (and ends at
+// the write position) to p's reply span.
+func (s *Session) stageReply(p int, start uint64) error {
+	ring := &s.rings[p]
 	if !ring.haveReply {
 		d, ok := ParseControl(s.mem[:ControlSize])
-		if !ok || d.Len < uint64(l.Size()) {
+		if !ok || d.Len < uint64(s.layout.Size()) {
 			return errors.New("rfp: client asked for a reply but gave no valid local region")
 		}
 		ring.replyTo, ring.haveReply = d, true
 	}
-	if len(ring.replies) == cap(ring.replies) {
-		// More than a ring of Responds without a flush: post these first.
-		if err := s.FlushReplies(p); err != nil {
-			return err
-		}
+	if !ring.replyStart {
+		ring.replyFrom, ring.replyStart = start, true
 	}
-	ring.replies = append(ring.replies, fabric.Op{Kind: fabric.OpWrite, ID: uint64(p), Local: s.grant, LocalOff: off,
-		Len: size, Remote: ring.replyTo, RemoteOff: uint64(off)})
+	if ring.wpos-ring.replyFrom > uint64(s.layout.RespRing)/2 {
+		// Flush well before the span could lap itself.
+		return s.FlushReplies(p)
+	}
 	return nil
 }
 
-// FlushReplies posts the reply WRITEs Respond staged for partition p.
+// FlushReplies posts the reply span Respond staged for partition p: one
+// WRITE, two where it crosses the ring's end.
 func (s *Session) FlushReplies(p int) error {
 	ring := &s.rings[p]
-	if len(ring.replies) == 0 {
+	if !ring.replyStart {
 		return nil
 	}
-	defer func() { ring.replies = ring.replies[:0] }()
+	ring.replyStart = false
+	l := s.layout
+	base := l.RespBase(p)
+	ops := ring.replies[:0]
+	from, to := ring.replyFrom, ring.wpos
+	for from < to {
+		off := int(from % uint64(l.RespRing))
+		n := min(int(to-from), l.RespRing-off)
+		ops = append(ops, fabric.Op{Kind: fabric.OpWrite, ID: uint64(p), Local: s.grant, LocalOff: base + off,
+			Len: n, Remote: ring.replyTo, RemoteOff: uint64(base + off)})
+		from += uint64(n)
+	}
+	if len(ops) == 0 {
+		return nil
+	}
 	s.replyMu.Lock()
 	defer s.replyMu.Unlock()
 	var deadline time.Time
 	for {
-		err := s.conn.Post(ring.replies)
+		err := s.conn.Post(ops)
 		if err == nil {
 			break
 		}
@@ -261,3 +516,35 @@ var ErrReplyStalled = errors.New("rfp: reply WRITEs stalled")
 // reply WRITE: a healthy connection drains in microseconds, but a client
 // process on a busy machine may wait a scheduler slice or two to run.
 const DefaultReplyTimeout = 20 * time.Millisecond
+
+// longBudget bounds the bytes of long values (requests in parts,
+// responses in pieces) a listener keeps for all its clients at once.
+type longBudget struct {
+	left atomic.Int64
+}
+
+// DefaultLongBudget is the listener's default bound on long values held.
+const DefaultLongBudget = 256 << 20
+
+func newLongBudget(n int64) *longBudget {
+	b := &longBudget{}
+	b.left.Store(n)
+	return b
+}
+
+func (b *longBudget) take(n int) bool {
+	if b == nil {
+		return true
+	}
+	if b.left.Add(-int64(n)) < 0 {
+		b.left.Add(int64(n))
+		return false
+	}
+	return true
+}
+
+func (b *longBudget) give(n int) {
+	if b != nil {
+		b.left.Add(int64(n))
+	}
+}

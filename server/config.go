@@ -15,8 +15,11 @@ type Config struct {
 	Listen     string // fabric URL, default shm:///tmp/jakiro.sock
 	Partitions int    // default DefaultPartitions()
 	Memory     int64  // store budget, default 1 GiB
-	MaxValue   int    // largest value, default 64 KiB (slots are sized for it)
-	Slots      int    // ring slots per client per partition, default 8
+	MaxValue   int    // largest value, default 64 KiB (rings need not hold it)
+	Slots      int    // requests in flight per client per partition, default 8
+	// ReqRing and RespRing are each client's ring sizes per partition in
+	// bytes; 0 takes rfp's defaults (16 KiB and 32 KiB).
+	ReqRing, RespRing int
 	MaxClients int    // clients at once, default rfp.DefaultMaxClients
 	Store      bool   // store mode: no eviction, out-of-memory errors
 	// ItemSize is the expected key+value bytes per item; it splits Memory

@@ -66,6 +66,7 @@ type partition struct {
 	// while it sleeps with no RFP client, a door connection (door.go).
 	token  atomic.Int32
 	reqs   [maxPerPass]rfp.Request
+	val    []byte // a response's value, before it goes into the ring
 	hashes [maxPerPass]uint64
 
 	served, dozes, errs, sweeps, bells uint64

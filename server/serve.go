@@ -26,6 +26,11 @@ func (p *partition) serveFrom(c *peer, now int64) int {
 		}
 	}
 	if n == 0 {
+		// Parts of a long request and pieces of a long response are
+		// answered inside the poll: their replies go out now.
+		if err := c.sess.FlushReplies(p.id); err != nil {
+			p.replyFailed(c, err)
+		}
 		return 0
 	}
 	pp.empty = 0
@@ -83,7 +88,7 @@ func statusOf(st kv.Status) rfp.Status {
 // serve runs one request and publishes its response.
 func (p *partition) serve(c *peer, r *rfp.Request, h uint64) {
 	sess := c.sess
-	val := sess.ResponseValue(p.id)
+	val := p.val
 	st, n := rfp.StatusBadRequest, 0
 	switch r.Op {
 	case rfp.OpGet, rfp.OpPut, rfp.OpDelete, rfp.OpGets, rfp.OpGat, rfp.OpTouch, rfp.OpStore, rfp.OpIncr:
@@ -116,7 +121,7 @@ func (p *partition) serve(c *peer, r *rfp.Request, h uint64) {
 		st = rfp.StatusOK
 	}
 	p.served++
-	if err := sess.Respond(p.id, r.Flags&rfp.FlagReply != 0, st, n); err != nil {
+	if err := sess.Respond(p.id, r, st, val[:n]); err != nil {
 		p.replyFailed(c, err)
 	}
 }

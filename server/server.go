@@ -71,6 +71,7 @@ func build(cfg Config) (*Server, error) {
 	}
 	ln, err := rfp.Listen(cfg.Listen, rfp.ListenConfig{
 		Partitions: cfg.Partitions, Slots: cfg.Slots, MaxValue: cfg.MaxValue, MaxClients: cfg.MaxClients,
+		ReqRing: cfg.ReqRing, RespRing: cfg.RespRing,
 		ReplyTimeout: cfg.ReplyTimeout, Fabric: cfg.Fabric, AuthToken: cfg.AuthToken})
 	if err != nil {
 		store.Close()
@@ -82,6 +83,7 @@ func build(cfg Config) (*Server, error) {
 	s.list.Store(&empty)
 	for i := 0; i < cfg.Partitions; i++ {
 		s.parts = append(s.parts, &partition{id: i, srv: s, kv: store.Partition(i), countsRings: ln.CountsRings(),
+			val:          make([]byte, cfg.MaxValue+rfp.MetaLen+rfp.IncrResultLen),
 			namesRingers: ln.CountsRings() && ln.NamesRingers() && !cfg.IdlePoll})
 	}
 	return s, nil
