@@ -16,7 +16,8 @@ type Options struct {
 	QueueDepth int
 	// DomainSize bounds the bytes of regions one connection's domain may
 	// hold (default 1 GiB; providers that reserve it lazily only pay for
-	// what is touched).
+	// what is touched). A shm listener also reaches (and maps) at most
+	// this much of each dialer's domain.
 	DomainSize int64
 	// Device names the RDMA device (verbs only; default: the one rdma_cm
 	// resolves for the address).

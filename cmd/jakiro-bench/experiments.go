@@ -27,6 +27,7 @@ var experiments = []experiment{
 	{"rfs", "throughput by remote fetch size, including auto (Fig. 8)", runRFS},
 	{"skew", "zipf .99 vs uniform keys by GET ratio (Fig. 9)", runSkew},
 	{"mixed", "Weibo-like sizes 1-899 B, mean 43 B: throughput and round trips per op (Fig. 10)", runMixed},
+	{"window", "fabric operations per GET and throughput against the window (1 to 64), rfp and reply, on shm and tcp", runWindow},
 	{"compare", "go-ycsb 95/5 zipfian at 4 and 64 threads: Jakiro at defaults and tuned vs Redis, memcached and a no-op database", runCompare},
 	{"comparetcp", "go-ycsb 95/5 zipfian at 1 and 4 threads over loopback tcp: Jakiro in each mode vs Redis, memcached and a no-op database", runCompareTCP},
 	{"door", "go-ycsb's memcached driver against jakiro server --memcached and memcached -t N (N = partitions), 1 and 2", runDoor},

@@ -50,7 +50,21 @@ const (
 type completion struct {
 	id   uint64
 	kind fabric.OpKind
-	bad  bool // ErrRemoteAccess, the only error an op can complete with
+	err  uint8 // index in completionErrs: an op completes with a remote access error or none
+}
+
+// completionErrs are the errors an op can complete with, by
+// completion.err.
+var completionErrs = [...]error{nil, fabric.ErrRemoteAccess, errOutsideMapping}
+
+func completionErr(err error) uint8 {
+	switch err {
+	case nil:
+		return 0
+	case errOutsideMapping:
+		return 2
+	}
+	return 1
 }
 
 func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Options, bells *eventbell.Remote) *conn {
@@ -130,7 +144,7 @@ func (c *conn) Post(ops []fabric.Op) error {
 	for i := range ops {
 		op := &ops[i]
 		rem, err := lookup(c.peer, op.Remote, op.RemoteOff, op.Len)
-		c.ring[c.tail&c.mask] = completion{id: op.ID, kind: op.Kind, bad: err != nil}
+		c.ring[c.tail&c.mask] = completion{id: op.ID, kind: op.Kind, err: completionErr(err)}
 		c.tail++
 		if err == nil {
 			loc := op.Local.Bytes()[op.LocalOff : op.LocalOff+op.Len]
@@ -153,10 +167,7 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 	n := 0
 	for n < len(cs) && c.head != c.tail {
 		e := &c.ring[c.head&c.mask]
-		cs[n] = fabric.Completion{ID: e.id, Kind: e.kind}
-		if e.bad {
-			cs[n].Err = fabric.ErrRemoteAccess
-		}
+		cs[n] = fabric.Completion{ID: e.id, Kind: e.kind, Err: completionErrs[e.err]}
 		c.head++
 		n++
 	}

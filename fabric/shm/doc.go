@@ -13,9 +13,12 @@
 // peer. The handshake passes the two memfds over the unix socket
 // (SOCK_SEQPACKET, SCM_RIGHTS) along with the private data; each side maps
 // the other's. A peer therefore can map nothing but what was allocated for
-// it: regions of other connections live in other memfds. An acceptor maps
-// a dialer's domain only up to MaxDialerDomain (1 GiB, the default
-// DomainSize), so many dialers cannot exhaust its address space.
+// it: regions of other connections live in other memfds. An acceptor
+// addresses at most its own Options.DomainSize of a dialer's region area
+// and maps no more of it (a dialer region beyond that completes with
+// fabric.ErrRemoteAccess), so a connection costs an acceptor twice its own
+// DomainSize of address space, whatever the dialer's (at most
+// MaxDialerDomain).
 //
 // # One-sided operations
 //
@@ -27,7 +30,7 @@
 // and checks the range lies inside that region, else the operation
 // completes with fabric.ErrRemoteAccess. The table is peer-written memory
 // and is treated as untrusted input: every entry is bounds-checked against
-// the mapped size, and the received memfd's seals are verified before it
+// what is mapped of the domain, and the received memfd's seals are verified before it
 // is mapped, so a peer can neither make us fault (it cannot shrink its
 // file) nor reach beyond its own domain.
 //

@@ -39,12 +39,15 @@ const pageSize = 4096
 // never overflow int on 64-bit hosts and mappings stay sane.
 const maxDomainSize = 1 << 44
 
+// pageRound rounds n up to whole pages, as newDomain rounds DomainSize.
+func pageRound(n int64) int64 { return (n + pageSize - 1) &^ (pageSize - 1) }
+
 // newDomain creates, sizes, seals and maps a memfd of size region bytes.
 func newDomain(size int64) (*domain, error) {
 	if size <= 0 || size > maxDomainSize {
 		return nil, fmt.Errorf("shm: domain size %d out of range (1..%d)", size, int64(maxDomainSize))
 	}
-	size = (size + pageSize - 1) &^ (pageSize - 1)
+	size = pageRound(size)
 	fd, err := unix.MemfdCreate("jakiro-shm-domain", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, fmt.Errorf("shm: memfd_create: %w", err)

@@ -130,7 +130,9 @@ func (l *listener) hello(_ context.Context, nc net.Conn) (*setup, error) {
 		}
 		return nil, fmt.Errorf("shm: message %d where a hello belongs", m.typ)
 	}
-	peer, err := mapPeer(m.fd, MaxDialerDomain)
+	// This side addresses, in the dialer's domain, no more than its own
+	// DomainSize (rfp: the reply mirror of its grant), so it maps no more.
+	peer, err := mapPeer(m.fd, MaxDialerDomain, pageRound(min(l.opts.DomainSize, maxDomainSize)))
 	if err != nil {
 		sendMsg(c, msgReject, nil, -1)
 		return nil, err

@@ -115,7 +115,9 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 	}
 	src := int(int32(binary.LittleEndian.Uint32(m.data)))
 	m.data = m.data[sourceBytes:]
-	peer, err := mapPeer(m.fd, maxDomainSize)
+	// The acceptor's domain is its DomainSize (rfp: sized to one grant):
+	// mapped whole.
+	peer, err := mapPeer(m.fd, maxDomainSize, maxDomainSize)
 	if err != nil {
 		closeFDs(m.bells)
 		s.abort()

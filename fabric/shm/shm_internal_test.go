@@ -149,7 +149,7 @@ func TestSealsVerified(t *testing.T) {
 
 	// mapPeer refuses anything less than the required seals.
 	for _, s := range []int{0, unix.F_SEAL_GROW | unix.F_SEAL_SEAL, unix.F_SEAL_SHRINK | unix.F_SEAL_GROW} {
-		if mem, err := mapPeer(dup(t, fakeDomain(t, s)), MaxDialerDomain); !errors.Is(err, errProtocol) {
+		if mem, err := mapPeer(dup(t, fakeDomain(t, s)), MaxDialerDomain, MaxDialerDomain); !errors.Is(err, errProtocol) {
 			if err == nil {
 				unix.Munmap(mem)
 			}
@@ -161,14 +161,14 @@ func TestSealsVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Truncate(tableSize + pageSize)
-	if mem, err := mapPeer(dup(t, int(f.Fd())), MaxDialerDomain); !errors.Is(err, errProtocol) {
+	if mem, err := mapPeer(dup(t, int(f.Fd())), MaxDialerDomain, MaxDialerDomain); !errors.Is(err, errProtocol) {
 		if err == nil {
 			unix.Munmap(mem)
 		}
 		t.Errorf("mapPeer of a plain file: %v, want a protocol error", err)
 	}
 	f.Close()
-	mem, err := mapPeer(dup(t, fakeDomain(t, requiredSeals)), MaxDialerDomain)
+	mem, err := mapPeer(dup(t, fakeDomain(t, requiredSeals)), MaxDialerDomain, MaxDialerDomain)
 	if err != nil {
 		t.Fatalf("mapPeer of a properly sealed domain: %v", err)
 	}
@@ -556,7 +556,7 @@ func TestWaitingBound(t *testing.T) {
 // refused before the acceptor maps it, and the listener keeps serving.
 func TestOversizedPeerDomain(t *testing.T) {
 	huge := fakeDomainSized(t, requiredSeals, 2*MaxDialerDomain)
-	if mem, err := mapPeer(dup(t, huge), MaxDialerDomain); !errors.Is(err, errProtocol) {
+	if mem, err := mapPeer(dup(t, huge), MaxDialerDomain, MaxDialerDomain); !errors.Is(err, errProtocol) {
 		if err == nil {
 			unix.Munmap(mem)
 		}

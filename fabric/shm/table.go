@@ -72,10 +72,17 @@ func unpublish(mem []byte, slot int) {
 	atomic.StoreUint32(entryKey(mem, slot), 0)
 }
 
+// errOutsideMapping is the remote access error for a region the peer
+// registered where this side has not mapped its domain: an acceptor maps
+// only its own DomainSize of a dialer's region area (mapPeer).
+var errOutsideMapping = fmt.Errorf("%w: shm: the peer's region lies beyond the part of its domain mapped here (an acceptor reaches at most its own Options.DomainSize of a dialer's domain)", fabric.ErrRemoteAccess)
+
 // lookup validates a one-sided access of n bytes at d.Addr+roff in the peer
-// domain mem and returns the bytes, or fabric.ErrRemoteAccess. mem (the
-// whole peer mapping, at least tableSize long) is untrusted: the result is
-// always within mem[tableSize:], whatever the peer wrote.
+// domain mem and returns the bytes, or an error that is
+// fabric.ErrRemoteAccess (errOutsideMapping where the registered region
+// does not lie inside mem). mem (the peer mapping, at least tableSize
+// long, possibly only a window of the peer's domain) is untrusted: the
+// result is always within mem[tableSize:], whatever the peer wrote.
 func lookup(mem []byte, d fabric.Desc, roff uint64, n int) ([]byte, error) {
 	slot := int(d.Key & (tableSlots - 1))
 	if slot == 0 || d.Key == 0 {
@@ -87,9 +94,13 @@ func lookup(mem []byte, d fabric.Desc, roff uint64, n int) ([]byte, error) {
 	off := atomic.LoadUint64(entryOff(mem, slot))
 	ln := atomic.LoadUint64(entryLen(mem, slot))
 	size := uint64(len(mem))
-	// The registered extent must lie inside the peer's region area.
-	if off < tableSize || off > size || ln > size-off {
+	// The registered extent must lie inside the peer's region area, as
+	// far as it is mapped here.
+	if off < tableSize {
 		return nil, fabric.ErrRemoteAccess
+	}
+	if off > size || ln > size-off {
+		return nil, errOutsideMapping
 	}
 	start := d.Addr + roff
 	if start < d.Addr || n < 0 { // overflow

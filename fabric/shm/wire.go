@@ -179,13 +179,18 @@ func parseFDs(oob []byte) ([]int, error) {
 }
 
 // MaxDialerDomain bounds the domain (Options.DomainSize, default 1 GiB) a
-// dialer may offer: an acceptor maps every dialer's domain, and a few
-// dialers each sending terabytes would exhaust its address space.
+// dialer may offer. An acceptor maps no more of it than its own
+// DomainSize (see mapPeer's window), so this only refuses dialers that
+// ask for nonsense.
 const MaxDialerDomain = 1 << 30
 
 // mapPeer verifies a received domain memfd of at most limit region bytes
-// and maps it. It always closes fd: the mapping keeps the file alive.
-func mapPeer(fd int, limit int64) ([]byte, error) {
+// and maps its table and at most window bytes of its region area: a
+// region the peer registers beyond them is refused at lookup
+// (errOutsideMapping), so a window sized to what this side will address
+// costs it no more address space than that, whatever the peer's domain.
+// It always closes fd: the mapping keeps the file alive.
+func mapPeer(fd int, limit, window int64) ([]byte, error) {
 	defer unix.Close(fd)
 	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
 	if err != nil {
@@ -204,7 +209,10 @@ func mapPeer(fd int, limit int64) ([]byte, error) {
 	if st.Size < tableSize || st.Size > tableSize+limit {
 		return nil, fmt.Errorf("%w: peer domain of %d bytes, at most %d", errProtocol, st.Size, tableSize+limit)
 	}
-	mem, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	// The seals keep the file at least this long, so every mapped page
+	// stays backed (no SIGBUS).
+	n := min(st.Size, tableSize+max(window, 0))
+	mem, err := unix.Mmap(fd, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("shm: mmap peer domain: %w", err)
 	}
