@@ -261,7 +261,12 @@ func (e *Engine) put(now int64, p int, r rec, h ReqHeader, key, value []byte) {
 	h.Budget = uint32(r.maxLen)
 	r.seq = ps.nextSeq
 	ps.nextSeq++
+	// A partition's records in flight share one mode (modeOK): parts and
+	// pieces of a long value keep the mode of the records before them.
 	r.reply = e.policy.Reply()
+	if ps.qn > 0 || ps.reading > 0 {
+		r.reply = ps.reply
+	}
 	ps.reply = r.reply
 	if r.reply {
 		h.Flags |= FlagReply
