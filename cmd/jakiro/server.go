@@ -61,9 +61,11 @@ func serverCommand() *cli.Command {
 			&cli.IntFlag{Name: "partitions", Value: 0, DefaultText: "half the cores, at least 1", Usage: "EREW partitions, one goroutine each (busy-polling a core while it has work); a server with cores to itself: one per core", EnvVars: []string{"JAKIRO_PARTITIONS"}},
 			&cli.IntFlag{Name: "max-clients", Value: server.DefaultMaxClients, Usage: "clients connected at once; more are refused (they get a clear error)", EnvVars: []string{"JAKIRO_MAX_CLIENTS"}},
 			sizeFlag("memory", "1GiB", "memory for items, split among partitions"),
-			sizeFlag("max-value", "64KiB", "largest value; ring slots are sized for it"),
+			sizeFlag("max-value", "64KiB", "largest value (longer than a ring record, it travels in pieces)"),
 			sizeFlag("item-size", "48B", "expected key+value bytes per item: sizes the index (~18 B per expected item), the rest of --memory is log"),
-			&cli.IntFlag{Name: "slots", Value: 8, Usage: "request/response slots per client per partition", EnvVars: []string{"JAKIRO_SLOTS"}},
+			&cli.IntFlag{Name: "slots", Value: 8, Usage: "requests in flight per client per partition (the deepest window)", EnvVars: []string{"JAKIRO_SLOTS"}},
+			sizeFlag("request-ring", "16KiB", "each client's request ring per partition (bytes; records of several requests go out in one WRITE)"),
+			sizeFlag("response-ring", "32KiB", "each client's response ring per partition (bytes; one READ fetches the responses ready)"),
 			&cli.BoolFlag{Name: "store", Usage: "store mode: never evict, PUT fails when full", EnvVars: []string{"JAKIRO_STORE"}},
 			&cli.BoolFlag{Name: "lru", Usage: "re-append hits near the eviction point (approximate LRU)", EnvVars: []string{"JAKIRO_LRU"}},
 			&cli.StringFlag{Name: "idle", Value: "bell", Usage: "idle partitions: bell (block on a doorbell clients ring: ~0 CPU) or poll (every --doze: tighter wake-up, some CPU)", EnvVars: []string{"JAKIRO_IDLE"}},
@@ -114,6 +116,14 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err, exitError)
 	}
+	reqRing, err := size(c, "request-ring")
+	if err != nil {
+		return cli.Exit(err, exitError)
+	}
+	respRing, err := size(c, "response-ring")
+	if err != nil {
+		return cli.Exit(err, exitError)
+	}
 	itemSize, err := size(c, "item-size")
 	if err != nil {
 		return cli.Exit(err, exitError)
@@ -135,7 +145,8 @@ func runServer(c *cli.Context) error {
 	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
 	cfg := server.Config{
 		Listen: c.String("listen"), Partitions: c.Int("partitions"), Memory: mem, MaxValue: int(maxValue),
-		Slots: c.Int("slots"), MaxClients: c.Int("max-clients"), ReplyTimeout: c.Duration("reply-timeout"),
+		Slots: c.Int("slots"), ReqRing: int(reqRing), RespRing: int(respRing),
+		MaxClients: c.Int("max-clients"), ReplyTimeout: c.Duration("reply-timeout"),
 		Store: c.Bool("store"), ApproxLRU: c.Bool("lru"), ItemSize: int(itemSize),
 		DozeSleep: c.Duration("doze"), SpinIdle: c.Duration("spin"), IdlePoll: idle == "poll",
 		Fabric:    fabric.Options{Device: c.String("rdma-dev"), SendTimeout: c.Duration("send-timeout")},
