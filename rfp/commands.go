@@ -6,7 +6,7 @@ import "encoding/binary"
 // arguments beyond key, value and TTL (its extras, as in memcached's binary
 // protocol) lead the request's value, and its results beyond the status
 // (version, flags, a counter) lead the response's value. GET, PUT and
-// DELETE are untouched, so their slots and fetch sizes stay as they were.
+// DELETE are untouched, so their records and fetch sizes stay as they were.
 //
 //	OpGets, OpGat  request: key (OpGat: TTL)          response: meta | value
 //	OpTouch        request: key, TTL                  response: meta

@@ -8,7 +8,7 @@ type Counters struct {
 	Reads      uint64 // fetch READs of every kind
 	NotReady   uint64 // READs that found no result yet (retries)
 	ExtraReads uint64 // second READs for values longer than RFS
-	Torn       uint64 // READs that saw a torn slot and were repeated
+	Torn       uint64 // fetches that saw a torn record and were repeated
 	Replied    uint64 // requests answered by a server WRITE
 	Rings      uint64 // doorbell rings (bells.go: after a quiet spell, for unanswered requests)
 }

@@ -6,22 +6,41 @@
 //
 // At connect, the server grants each client one region in the client's
 // own protection domain. Its Layout holds a control block and, for each
-// server partition, a request ring and a response ring of Slots slots each.
-// The client owns a local region of the same geometry that serves as WRITE
-// source and READ target, and as the target of server WRITEs in reply mode.
-// Dial sets a client's side up (handshake, local region, control block)
-// and returns it as a Link; Listener.Accept is the server's side.
+// server partition, a request ring (ReqRing bytes, default 16 KiB) and a
+// response ring (RespRing bytes, default 32 KiB) of variable-length
+// records, sized by the server's flags and independent of its largest
+// value. The client owns a local region of the same geometry that serves
+// as WRITE source and READ target, and as the target of server WRITEs in
+// reply mode. Dial sets a client's side up (handshake, local region,
+// control block) and returns it as a Link; Listener.Accept is the
+// server's side. The handshake carries one protocol Version; a peer of
+// another version gets an error naming both (ErrVersion).
 //
-// # One operation
+// # One operation, and k of them
 //
-//  1. Send: the client picks the partition from the key hash and WRITEs the
-//     request into its next request slot with one fabric WRITE.
-//  2. Serve: the partition's goroutine finds the slot complete (sequence
-//     number expected and checksum valid), runs it, writes the result into
-//     the matching response slot in its own memory, header last.
-//  3. Fetch: the client READs RFS bytes of the response slot: header and
-//     value come back together. Sequence not yet there: READ again. Value
-//     longer than RFS-8: one more READ of the rest.
+//  1. Send: the client picks the partition from the key hash and puts the
+//     request's record at its request ring's write position. Every record
+//     put for a partition since the last post goes out in one fabric
+//     WRITE (two where the span crosses the ring's end).
+//  2. Serve: the partition's goroutine finds the next records complete
+//     (sequence number expected and checksum valid), runs them in ring
+//     order, and writes each result as a record at its response ring's
+//     write position in its own memory, sequence number last.
+//  3. Fetch: when the oldest request falls due, the client READs from the
+//     oldest response on, as many bytes as the requests in flight expect
+//     (RFS each): every response ready comes back in that one READ. Not
+//     yet there: READ again. A response longer than what was fetched: one
+//     more READ of the rest.
+//
+// A request's record carries its response budget: the longest value the
+// client reserved room for (Layout.CallBudget). A longer value comes in
+// pieces: the first with the response, the rest through piece requests
+// that the session serves from a copy it keeps (Session.Respond); a
+// request too long for one record goes as parts, joined by the session.
+// Both stay one-sided and checked, and are bounded by the listener's
+// LongBudget. The client keeps the response bytes its records in flight
+// may take (and one record of wrap waste) within the ring, so the server
+// never overwrites a response the client has not taken.
 //
 // # The client engine
 //
@@ -32,7 +51,7 @@
 // nanoseconds; the engine answers with the operations to post (Pending,
 // then Posted), the partitions whose doorbells to ring after posting them
 // (Rings, then Rang), the finished requests (Results, then Consumed, which
-// frees their slots) and Next, the earliest time Tick has work. It reads
+// frees their room) and Next, the earliest time Tick has work. It reads
 // and writes only its local region's bytes: requests are encoded there,
 // READs and replies land there, and each response is parsed and
 // checksummed once, its status and value length kept for the Result.
@@ -46,9 +65,11 @@
 // AutoRFS moves the fetch size to cover the values seen.
 //
 // The mode is one ReplyPolicy (Mode.Policy): it decides per request
-// whether to set FlagReply, asking the server to WRITE the response slot
-// into the client's local region as well, where the engine polls it
-// (Tick). ModeRFP never asks, ModeReply always does, and Hybrid switches
+// whether to set FlagReply, asking the server to WRITE the response
+// record into the client's local region as well (the records of one pass
+// as one WRITE), where the engine polls it (Tick). A partition's requests
+// in flight are all fetched or all replied to: a READ never lands over a
+// reply. ModeRFP never asks, ModeReply always does, and Hybrid switches
 // to replies when fetching keeps finding results not ready and back when
 // fetching pays.
 //
@@ -58,26 +79,25 @@
 // as long each time up to MaxRingGap, restarted by every answer. Counters
 // count rings beside fabric operations (RingsPerOp, FabricOpsPerOp).
 //
-// # Slots and torn writes
+// # Records and torn writes
 //
 // A fabric WRITE or READ may be observed torn (bytes in any order), so every
-// slot ends with a 32-bit checksum over all of it, sequence number included:
-// a reader accepts a slot only when the sequence number it expects is in the
-// header and the checksum matches. A reader never returns a half-written
-// value. Slots are reused only after their previous result was consumed, so
-// a writer never overwrites bytes a reader still needs.
-//
-//	request:  seq u32 | op u8 | flags u8 | klen u16 | vlen u32 | ttl u32 | key | value | sum u32
-//	response: seq u8 | status u4 + vlen u20 | value | sum u32
+// record ends with a 32-bit checksum over all of it, sequence number
+// included: a reader accepts a record only when the sequence number it
+// expects is in the header and the checksum matches. A reader never
+// returns a half-written value. Ring bytes are reused only after their
+// record was answered (requests) or consumed (responses), so a writer
+// never overwrites bytes a reader still needs. Record formats: record.go.
 //
 // The memcached commands (OpGets, OpGat, OpTouch, OpStore, OpIncr,
-// OpFlush) use the same slots: their arguments beyond key, value and TTL
+// OpFlush) use the same records: their arguments beyond key, value and TTL
 // lead the request's value and their results (version, flags, counter)
 // the response's (commands.go), so GET, PUT and DELETE are unchanged.
 //
-// The response header is the paper's 4 bytes (2 B header + 2 B length, here
-// packed with a 20-bit length so values reach 1 MiB-1); the 4-byte checksum
-// makes the RFS that covers a 32 B value 40 rather than the paper's 36.
+// The response header is 8 bytes (the paper's is 4: here the sequence
+// number is 32 bits, as records of a lap are not tied to slots, and the
+// length 24 bits), so the RFS that covers a 32 B value is 48 rather than
+// the paper's 36.
 //
 // Everything a peer writes is untrusted: decoders bounds-check and return
 // errors; nothing here panics on peer bytes.

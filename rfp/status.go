@@ -9,7 +9,7 @@ const (
 	StatusTooLarge           // value over the server's maximum
 	StatusNoMemory           // store mode: no room
 	StatusBadKey             // empty or over MaxKeyLen
-	StatusBadRequest         // malformed slot or unknown op
+	StatusBadRequest         // malformed record or unknown op
 	StatusServerError        // anything else
 	StatusNotStored          // a store's condition failed (add, replace, append, prepend)
 	StatusExists             // cas: the item has another version
