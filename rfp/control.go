@@ -8,9 +8,6 @@ import (
 
 const controlMagic = 0x4c54434a // "JCTL"
 
-// SlotOf is the ring slot that carries sequence number seq.
-func SlotOf(seq uint32, slots int) int { return int(seq % uint32(slots)) }
-
 // PutControl encodes the client's control block: the descriptor of its
 // local region, where reply-mode responses go. The client WRITEs it into
 // the grant's first ControlSize bytes once, right after connecting.

@@ -200,7 +200,7 @@ func (e *Engine) Yielded() { e.yields++ }
 // any request that fits the server's limits then succeeds.
 func (e *Engine) Free(p int) bool {
 	ps := &e.parts[p]
-	return e.failed == nil && ps.calls < e.cfg.Window && ps.long < 0 &&
+	return e.failed == nil && ps.calls < e.cfg.Window && len(ps.freeCalls) > 0 && ps.long < 0 &&
 		ps.reqRoom(e.layout, e.layout.maxReqRecord()) && ps.respRoom(e.layout, e.layout.callResv()) &&
 		ps.qn < len(ps.q) && ps.modeOK(e.policy.Reply())
 }
@@ -264,7 +264,7 @@ func (e *Engine) put(now int64, p int, r rec, h ReqHeader, key, value []byte) {
 	// A partition's records in flight share one mode (modeOK): parts and
 	// pieces of a long value keep the mode of the records before them.
 	r.reply = e.policy.Reply()
-	if ps.qn > 0 || ps.reading > 0 {
+	if !ps.modeOK(r.reply) {
 		r.reply = ps.reply
 	}
 	ps.reply = r.reply

@@ -2,6 +2,7 @@ package rfp
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/jakiro-kv/jakiro/fabric"
@@ -9,31 +10,88 @@ import (
 
 // A pure in-memory setting for unit tests of the Engine: the server's
 // grant is a byte slice, a fake fabric applies the engine's WRITEs and
-// READs to it when and how a test says (whole, torn, late), a tiny fake
-// server answers request slots, and the clock is a number.
+// READs to it when and how a test says (whole, torn, late), the server is
+// a real Session (its rings, parts, pieces and reply spans) over a fake
+// connection that lands its reply WRITEs in the client's local region, and
+// the clock is a number.
 
-// fakeServer answers the requests in a grant the way a partition does: in
-// ring order per partition, response header last.
-type fakeServer struct {
-	l       Layout
-	grant   []byte
-	local   []byte // the client's region, where replies go
-	next    []uint32
-	store   map[string][]byte
-	stalled bool
-	served  int
-	rang    []string // keys of the served requests marked FlagRang, in order
-	// replyLate holds reply WRITEs back until flushReplies.
-	replyLate bool
-	replies   []fabric.Op
+// replyConn is the server side's fabric.Conn: Post lands reply WRITEs in
+// the client's region at once, or holds them (as bytes taken at Post
+// time) until flushReplies when the test says so.
+type replyConn struct {
+	local  []byte // the client's region
+	late   bool
+	held   []heldWrite
+	comps  int
+	done   chan struct{}
+	posted int
 }
 
-func newFakeServer(l Layout, local []byte) *fakeServer {
-	s := &fakeServer{l: l, grant: make([]byte, l.Size()), local: local,
-		next: make([]uint32, l.Partitions), store: map[string][]byte{}}
-	for p := range s.next {
-		s.next[p] = 1
+type heldWrite struct {
+	op   fabric.Op
+	data []byte
+}
+
+func (c *replyConn) Alloc(int) (*fabric.Region, error) { return nil, errors.New("no alloc") }
+func (c *replyConn) PeerData() []byte                  { return nil }
+func (c *replyConn) Done() <-chan struct{}             { return c.done }
+func (c *replyConn) Err() error                        { return nil }
+func (c *replyConn) Close() error                      { return nil }
+
+func (c *replyConn) Post(ops []fabric.Op) error {
+	for _, op := range ops {
+		if op.Kind != fabric.OpWrite {
+			return errors.New("replyConn: only WRITEs")
+		}
+		src := op.Local.Bytes()[op.LocalOff : op.LocalOff+op.Len]
+		w := heldWrite{op, bytes.Clone(src)}
+		if c.late {
+			c.held = append(c.held, w)
+		} else {
+			copy(c.local[op.RemoteOff:], w.data)
+		}
+		c.posted++
 	}
+	c.comps += len(ops)
+	return nil
+}
+
+func (c *replyConn) Poll(cs []fabric.Completion) (int, error) {
+	n := min(len(cs), c.comps)
+	for i := range cs[:n] {
+		cs[i] = fabric.Completion{Kind: fabric.OpWrite}
+	}
+	c.comps -= n
+	return n, nil
+}
+
+// fakeServer answers the requests in a grant the way a partition does,
+// with a real Session: Poll (which serves parts and pieces), Respond in
+// order, FlushReplies after each batch.
+type fakeServer struct {
+	t       *testing.T
+	l       Layout
+	grant   []byte
+	sess    *Session
+	conn    *replyConn
+	now     int64
+	store   map[string][]byte
+	stalled bool
+	served  int      // callers' requests answered
+	rang    []string // keys of the served requests marked FlagRang, in order
+	flags   []uint8  // flags of the served requests, in order
+	batch   []Request
+}
+
+func newFakeServer(t *testing.T, l Layout, local []byte) *fakeServer {
+	grant := make([]byte, l.Size())
+	// The client's control block: where replies go.
+	PutControl(grant, fabric.Desc{Len: uint64(len(local)), Key: 1})
+	conn := &replyConn{local: local, done: make(chan struct{})}
+	region := fabric.NewRegion(grant, fabric.Desc{Len: uint64(len(grant)), Key: testGrantKey}, 0, nil)
+	s := &fakeServer{t: t, l: l, grant: grant, conn: conn, store: map[string][]byte{},
+		sess:  newSession(1, conn, region, l, DefaultReplyTimeout, newLongBudget(DefaultLongBudget), nil),
+		batch: make([]Request, 4)}
 	return s
 }
 
@@ -42,31 +100,32 @@ func (s *fakeServer) serve() {
 	if s.stalled {
 		return
 	}
-	for p := range s.next {
-		for s.serveOne(p) {
+	for p := 0; p < s.l.Partitions; p++ {
+		for {
+			n := s.sess.PollBatch(p, s.now, s.batch)
+			if n == 0 {
+				break
+			}
+			for i := range s.batch[:n] {
+				s.answer(p, &s.batch[i])
+			}
+		}
+		if err := s.sess.FlushReplies(p); err != nil {
+			s.t.Fatalf("FlushReplies: %v", err)
 		}
 	}
 }
 
-func (s *fakeServer) serveOne(p int) bool {
-	l := s.l
-	seq := s.next[p]
-	sl := SlotOf(seq, l.Slots)
-	off := l.ReqOff(p, sl)
-	var r Request
-	if ParseRequest(s.grant[off:off+l.ReqSlot], seq, l.MaxValue, &r) != SlotReady {
-		return false
-	}
-	ro := l.RespOff(p, sl)
-	slot := s.grant[ro : ro+l.RespSlot]
-	st, n := StatusOK, 0
+func (s *fakeServer) answer(p int, r *Request) {
+	st := StatusOK
+	var val []byte
 	switch r.Op {
 	case OpGet:
 		v, ok := s.store[string(r.Key)]
 		if !ok {
 			st = StatusNotFound
 		}
-		n = copy(ResponseValue(slot), v)
+		val = v
 	case OpPut:
 		s.store[string(r.Key)] = bytes.Clone(r.Value)
 	case OpDelete:
@@ -80,25 +139,22 @@ func (s *fakeServer) serveOne(p int) bool {
 	if r.Flags&FlagRang != 0 {
 		s.rang = append(s.rang, string(r.Key))
 	}
-	size := SealResponse(slot, seq, st, n)
-	if r.Flags&FlagReply != 0 {
-		op := fabric.Op{Kind: fabric.OpWrite, LocalOff: ro, Len: size, RemoteOff: uint64(ro)}
-		if s.replyLate {
-			s.replies = append(s.replies, op)
-		} else {
-			copy(s.local[ro:ro+size], s.grant[ro:ro+size])
-		}
+	s.flags = append(s.flags, r.Flags)
+	if err := s.sess.Respond(p, r, st, val); err != nil {
+		s.t.Fatalf("Respond: %v", err)
 	}
-	s.next[p]++
 	s.served++
-	return true
 }
 
+// lastFlags are the flags of the last request served.
+func (s *fakeServer) lastFlags() uint8 { return s.flags[len(s.flags)-1] }
+
+// flushReplies lands the reply WRITEs held back.
 func (s *fakeServer) flushReplies() {
-	for _, op := range s.replies {
-		copy(s.local[op.LocalOff:op.LocalOff+op.Len], s.grant[op.RemoteOff:int(op.RemoteOff)+op.Len])
+	for _, w := range s.conn.held {
+		copy(s.conn.local[w.op.RemoteOff:], w.data)
 	}
-	s.replies = s.replies[:0]
+	s.conn.held = s.conn.held[:0]
 }
 
 // harness drives an Engine the way client/conn does, over the fake fabric.
@@ -113,7 +169,7 @@ type harness struct {
 	applied  []bool      // per inflight op: its bytes already moved
 	posts    [][]fabric.Op
 	rings    []ringEvent
-	results  map[int]heldResult // by slot, until the test takes them
+	results  map[int]heldResult // by slot, until the test takes them or the slot is reused
 	order    []int              // slots in the order their results came
 	// tear, when set, decides how a READ's bytes land: it returns how many
 	// leading bytes arrive now (the rest stays as it was).
@@ -135,7 +191,13 @@ const testGrantKey = 7
 
 func newHarness(t *testing.T, partitions, slots, maxValue int, cfg EngineConfig) *harness {
 	t.Helper()
-	l, err := NewLayout(partitions, slots, maxValue)
+	return newHarnessRings(t, partitions, slots, maxValue, 0, 0, cfg)
+}
+
+// newHarnessRings is newHarness with ring sizes (0: the defaults).
+func newHarnessRings(t *testing.T, partitions, slots, maxValue, reqRing, respRing int, cfg EngineConfig) *harness {
+	t.Helper()
+	l, err := NewLayout(partitions, slots, maxValue, reqRing, respRing)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +208,7 @@ func newHarness(t *testing.T, partitions, slots, maxValue int, cfg EngineConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, e: e, l: l, local: local, srv: newFakeServer(l, mem), results: map[int]heldResult{}}
+	return &harness{t: t, e: e, l: l, local: local, srv: newFakeServer(t, l, mem), results: map[int]heldResult{}}
 }
 
 // submit sends a request on partition p and returns its slot.
@@ -156,6 +218,9 @@ func (h *harness) submit(p int, op Op, key, value []byte) int {
 	if err != nil {
 		h.t.Fatalf("submit: %v", err)
 	}
+	// Result.Slot is a call index, reused once consumed: a result the
+	// test left untaken belongs to an earlier request.
+	delete(h.results, slot)
 	return slot
 }
 
@@ -236,6 +301,7 @@ func (h *harness) step() {
 			h.apply(i)
 		}
 	}
+	h.srv.now = h.now
 	h.srv.serve()
 	h.complete()
 }
@@ -247,6 +313,14 @@ func (h *harness) runUntil(done func() bool, dt, limit int64) {
 	h.t.Helper()
 	for !done() {
 		if h.now > limit {
+			for p := range h.e.parts {
+				ps := &h.e.parts[p]
+				h.t.Logf("partition %d: %+v", p, *ps)
+				for i := 0; i < ps.qn; i++ {
+					h.t.Logf("  rec %+v", *ps.at(i))
+				}
+				h.t.Logf("  session %+v", h.srv.sess.rings[p])
+			}
 			h.t.Fatalf("not done by %d ns: counters %+v", limit, h.e.Counters())
 		}
 		h.step()

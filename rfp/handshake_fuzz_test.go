@@ -15,8 +15,12 @@ func FuzzParseHello(f *testing.F) {
 	f.Add(Hello{Version: Version}.withAuth("token").Put())
 	f.Add(Hello{Version: Version}.withAuth("token").Put()[:20])
 	f.Add([]byte{0x4a, 0x4b, 0x52, 0x4f, 9, 0, 0, 0})
+	f.Add(Hello{Version: 1, Slots: 8}.Put())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := ParseHello(b)
+		if errors.Is(err, ErrVersion) {
+			checkVersionErr(t, err, b[4])
+		}
 		if err != nil {
 			return
 		}
@@ -30,7 +34,7 @@ func FuzzParseHello(f *testing.F) {
 // FuzzParseWelcome: whatever a server answers, parsing does not panic; a
 // welcome that parses has a valid layout its grant can hold.
 func FuzzParseWelcome(f *testing.F) {
-	l, err := NewLayout(2, 8, 1024)
+	l, err := NewLayout(2, 8, 1024, 0, 0)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -39,8 +43,14 @@ func FuzzParseWelcome(f *testing.F) {
 	f.Add(Welcome{Refused: RefusedAuth}.Put())
 	f.Add(Welcome{Refused: 200}.Put())
 	f.Add([]byte("JRKW"))
+	v1 := Welcome{Layout: l, Grant: fabric.Desc{Len: uint64(l.Size())}}.Put()
+	v1[4] = 1
+	f.Add(v1)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		w, err := ParseWelcome(b)
+		if errors.Is(err, ErrVersion) {
+			checkVersionErr(t, err, b[4])
+		}
 		if err != nil {
 			if errors.Is(err, ErrAuth) && (len(b) < welcomeSize || b[5] != byte(RefusedAuth)) {
 				t.Fatalf("%x read as an auth refusal", b)
@@ -51,4 +61,19 @@ func FuzzParseWelcome(f *testing.F) {
 			t.Fatalf("welcome %x accepted with layout %+v, grant %v", b, w.Layout, w.Grant)
 		}
 	})
+}
+
+// A peer of protocol version 1 (fixed slots) is refused both ways with an
+// error that wraps ErrVersion and names both versions.
+func TestVersion1Refused(t *testing.T) {
+	_, err := ParseHello(Hello{Version: 1, Slots: 8}.Put())
+	checkVersionErr(t, err, 1)
+	l, _ := NewLayout(2, 8, 1024, 0, 0)
+	b := Welcome{Layout: l, Grant: fabric.Desc{Len: uint64(l.Size())}}.Put()
+	b[4] = 1
+	_, err = ParseWelcome(b)
+	checkVersionErr(t, err, 1)
+	if Version != 2 {
+		t.Fatalf("Version %d, want 2", Version)
+	}
 }

@@ -48,7 +48,7 @@ const (
 func align(n, a int) int { return (n + a - 1) / a * a }
 
 func reqRecLen(klen, vlen int) int { return align(reqHeader+klen+vlen+sumSize, recAlign) }
-func respRecLen(n int) int        { return align(respHeader+n+sumSize, recAlign) }
+func respRecLen(n int) int         { return align(respHeader+n+sumSize, recAlign) }
 
 const mix = 0x9E3779B97F4A7C15
 

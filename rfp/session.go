@@ -52,7 +52,7 @@ type sessionRing struct {
 	joined   bool // in is the value of the last join Poll returned
 	// Long responses being fetched in pieces, oldest first.
 	out []longOut
-	_      [64]byte // keep partitions' rings on separate cache lines
+	_   [64]byte // keep partitions' rings on separate cache lines
 }
 
 // StuckTimeout is how long a record may show the expected sequence number
