@@ -79,12 +79,14 @@ func waitClients(t *testing.T, c *client.Client, n int, d time.Duration) bool {
 
 // TestUndrainedReplyPeer: a reply-mode client whose fabric stops taking
 // the server's WRITEs (its process is stopped, on tcp: no acks come back)
-// must not hold its partition: the server disconnects it after the reply
-// timeout, serves everyone else meanwhile, and SIGTERM still ends the
-// server quickly. The server's queue depth is small so a stopped client
-// with its window in flight fills it.
+// must not hold its partition: everyone else is served meanwhile, and
+// SIGTERM still ends the server quickly. The responses of one pass to a
+// client go out as one WRITE, so a stopped client with its window in
+// flight owes the server one or two WRITEs: it no longer fills a queue
+// (depth 2 here); where it does, the server gives it up after the reply
+// timeout (logged, and counted here when it happens).
 func TestUndrainedReplyPeer(t *testing.T) {
-	srv := startServer(t, e2eListen(t, "tcp"), "JAKIRO_E2E_PARTITIONS=1", "JAKIRO_E2E_QUEUE_DEPTH=8", "JAKIRO_E2E_LOG=1")
+	srv := startServer(t, e2eListen(t, "tcp"), "JAKIRO_E2E_PARTITIONS=1", "JAKIRO_E2E_QUEUE_DEPTH=2", "JAKIRO_E2E_LOG=1")
 	c := dialT(t, srv.Addr)
 	ctx := ctxT(t)
 	var hog *exec.Cmd
@@ -94,8 +96,8 @@ func TestUndrainedReplyPeer(t *testing.T) {
 			hog.Wait()
 		}
 	}()
-	disconnected := false
-	for round := 0; round < 20 && !disconnected; round++ {
+	disconnected := 0
+	for round := 0; round < 3; round++ {
 		if hog == nil {
 			hog = child(t, "replyhog", srv.Addr)
 			if !waitClients(t, c, 2, 20*time.Second) {
@@ -104,24 +106,28 @@ func TestUndrainedReplyPeer(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // its window in flight
 		hog.Process.Signal(syscall.SIGSTOP)
-		// Everyone else is served while the hog's replies pile up.
-		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+		// Everyone else is served while the hog's replies wait.
+		var worst time.Duration
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+			t0 := time.Now()
 			if err := c.Put(ctx, []byte("other"), []byte("still served"), 0); err != nil {
 				t.Fatal(err)
 			}
-			if statsOf(t, c).Clients == 1 {
-				disconnected = true
-				break
-			}
+			worst = max(worst, time.Since(t0))
 		}
-		if !disconnected {
-			// The hog had too little in flight to fill the queue: again.
-			hog.Process.Signal(syscall.SIGCONT)
+		if worst > 500*time.Millisecond {
+			t.Errorf("round %d: a PUT beside the stopped reply client took %v", round, worst)
 		}
+		if statsOf(t, c).Clients == 1 {
+			disconnected++
+			hog.Process.Kill()
+			hog.Wait()
+			hog = nil
+			continue
+		}
+		hog.Process.Signal(syscall.SIGCONT)
 	}
-	if !disconnected {
-		t.Fatal("a client taking no reply WRITEs was never disconnected")
-	}
+	t.Logf("stopped reply client given up in %d of 3 rounds", disconnected)
 	if v, err := c.Get(ctx, []byte("other")); err != nil || string(v) != "still served" {
 		t.Fatalf("after the hog: %q %v", v, err)
 	}
