@@ -20,8 +20,8 @@ type Config struct {
 	// ReqRing and RespRing are each client's ring sizes per partition in
 	// bytes; 0 takes rfp's defaults (16 KiB and 32 KiB).
 	ReqRing, RespRing int
-	MaxClients int    // clients at once, default rfp.DefaultMaxClients
-	Store      bool   // store mode: no eviction, out-of-memory errors
+	MaxClients        int  // clients at once, default rfp.DefaultMaxClients
+	Store             bool // store mode: no eviction, out-of-memory errors
 	// ItemSize is the expected key+value bytes per item; it splits Memory
 	// between index and log (kv.Config.AvgItemSize, default 48).
 	ItemSize  int
