@@ -23,6 +23,8 @@ type shapeResult struct {
 	ClientUSOp   float64 // load processes' CPU µs per operation
 	ServerUSOp   float64 // the server process's CPU µs per operation
 	P50US, P99US float64 // of the first process
+	// The first process's client counters per operation.
+	FabricOps, Retries, Rings float64
 }
 
 // runShape measures sh against the server at addr (process serverPid; 0:
@@ -70,6 +72,7 @@ func (e *env) runShape(sh shape, keys, serverPid int) (shapeResult, error) {
 		cpu += r.CPUNS
 		if i == 0 {
 			res.P50US, res.P99US = r.P50US, r.P99US
+			res.FabricOps, res.Retries, res.Rings = r.FabricOps, r.Retries, r.Rings
 		}
 	}
 	procs = procs[:0]
@@ -234,8 +237,8 @@ func runScale(e *env) error {
 					if err != nil {
 						return fmt.Errorf("partitions %d %s: %w", pc, r.name, err)
 					}
-					e.logf("  partitions=%d %-10s %dx%d callers x window %d: %.3f Mops  client %.3f µs/op  server %.3f µs/op",
-						pc, r.name, r.procs, r.callers, r.win, res.Mops, res.ClientUSOp, res.ServerUSOp)
+					e.logf("  partitions=%d %-10s %dx%d callers x window %d: %.3f Mops  client %.3f µs/op  server %.3f µs/op  (first process: %.2f fabric ops, %.2f retries, %.3f rings per op)",
+						pc, r.name, r.procs, r.callers, r.win, res.Mops, res.ClientUSOp, res.ServerUSOp, res.FabricOps, res.Retries, res.Rings)
 					runs[i] = append(runs[i], res)
 				}
 			}

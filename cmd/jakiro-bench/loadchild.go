@@ -30,7 +30,12 @@ type loadChildResult struct {
 	CPUNS   int64     `json:"cpu_ns"` // the child's CPU time while measuring
 	P50US   float64   `json:"p50_us"`
 	P99US   float64   `json:"p99_us"`
-	Err     string    `json:"err,omitempty"`
+	// The client's counters, per operation: fabric operations, fetches
+	// that found nothing yet, doorbell rings.
+	FabricOps float64 `json:"fabric_ops_per_op"`
+	Retries   float64 `json:"retries_per_op"`
+	Rings     float64 `json:"rings_per_op"`
+	Err       string  `json:"err,omitempty"`
 }
 
 // loadChildIfRequested runs a load child's spec and exits, when this
@@ -48,7 +53,8 @@ func loadChildIfRequested() {
 	ks := newKeySet(c.Keys, c.Spec.Sizes)
 	c.Spec.Keys = len(ks.keys)
 	r, err := runLoad(context.Background(), c.Spec, ks)
-	out := loadChildResult{Mops: r.Mops, PerMops: r.PerMops, Ops: r.Ops, CPUNS: int64(r.CPU)}
+	out := loadChildResult{Mops: r.Mops, PerMops: r.PerMops, Ops: r.Ops, CPUNS: int64(r.CPU),
+		FabricOps: r.RoundTrips(), Retries: r.Retries(), Rings: r.Counters.RingsPerOp()}
 	if r.Lat != nil {
 		out.P50US, out.P99US = r.P(50), r.P(99)
 	}
