@@ -110,7 +110,7 @@ func (s *fakeServer) serve() {
 				s.answer(p, &s.batch[i])
 			}
 		}
-		if err := s.sess.FlushReplies(p); err != nil {
+		if _, err := s.sess.FlushReplies(p); err != nil {
 			s.t.Fatalf("FlushReplies: %v", err)
 		}
 	}

@@ -447,17 +447,19 @@ func (s *Session) stageReply(p int, start uint64) error {
 	}
 	if ring.wpos-ring.replyFrom > uint64(s.layout.RespRing)/2 {
 		// Flush well before the span could lap itself.
-		return s.FlushReplies(p)
+		_, err := s.FlushReplies(p)
+		return err
 	}
 	return nil
 }
 
 // FlushReplies posts the reply span Respond staged for partition p: one
-// WRITE, two where it crosses the ring's end.
-func (s *Session) FlushReplies(p int) error {
+// WRITE, two where it crosses the ring's end. It returns the WRITEs
+// posted.
+func (s *Session) FlushReplies(p int) (int, error) {
 	ring := &s.rings[p]
 	if !ring.replyStart {
-		return nil
+		return 0, nil
 	}
 	ring.replyStart = false
 	l := s.layout
@@ -472,7 +474,7 @@ func (s *Session) FlushReplies(p int) error {
 		from += uint64(n)
 	}
 	if len(ops) == 0 {
-		return nil
+		return 0, nil
 	}
 	s.replyMu.Lock()
 	defer s.replyMu.Unlock()
@@ -483,29 +485,29 @@ func (s *Session) FlushReplies(p int) error {
 			break
 		}
 		if !errors.Is(err, fabric.ErrQueueFull) {
-			return err
+			return 0, err
 		}
 		// The client's fabric is not taking our WRITEs: wait for room,
 		// but only so long, or one client would hold the partition.
 		if deadline.IsZero() {
 			deadline = time.Now().Add(s.replyTimeout)
 		} else if time.Now().After(deadline) {
-			return fmt.Errorf("%w: no room for a reply WRITE in %v", ErrReplyStalled, s.replyTimeout)
+			return 0, fmt.Errorf("%w: no room for a reply WRITE in %v", ErrReplyStalled, s.replyTimeout)
 		}
 		if _, err := s.conn.Poll(s.replyComps[:]); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	n2, err := s.conn.Poll(s.replyComps[:])
 	if err != nil {
-		return err
+		return len(ops), err
 	}
 	for _, c := range s.replyComps[:n2] {
 		if c.Err != nil {
-			return fmt.Errorf("rfp: reply WRITE: %w", c.Err)
+			return len(ops), fmt.Errorf("rfp: reply WRITE: %w", c.Err)
 		}
 	}
-	return nil
+	return len(ops), nil
 }
 
 // ErrReplyStalled: a client's connection took no reply WRITE within the

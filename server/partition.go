@@ -70,6 +70,7 @@ type partition struct {
 	hashes [maxPerPass]uint64
 
 	served, dozes, errs, sweeps, bells uint64
+	replyWrites                        uint64         // reply WRITEs posted (spans of responses)
 	pubMu                              sync.Mutex     // guards pub
 	pub                                PartitionStats // snapshot for other goroutines
 	published                          bool           // under pubMu: pub is set

@@ -20,21 +20,24 @@ func (p *partition) publish(now int64) {
 
 func (p *partition) stats() PartitionStats {
 	return PartitionStats{Partition: p.id, Clients: p.srv.Clients(), Polled: len(p.polled), Served: p.served,
-		Dozes: p.dozes, Sweeps: p.sweeps, Bells: p.bells, Rings: p.srv.ln.BellRings(p.id), ReplyErrs: p.errs, KV: p.kv.Stats()}
+		Dozes: p.dozes, Sweeps: p.sweeps, Bells: p.bells, Rings: p.srv.ln.BellRings(p.id), ReplyWrites: p.replyWrites, ReplyErrs: p.errs, KV: p.kv.Stats()}
 }
 
 // PartitionStats is what STATS returns for one partition.
 type PartitionStats struct {
-	Partition int      `json:"partition"`
-	Clients   int      `json:"clients"`
-	Polled    int      `json:"polled"` // clients with a request in the last rfp.ActiveHold
-	Served    uint64   `json:"served"`
-	Dozes     uint64   `json:"dozes"`
-	Sweeps    uint64   `json:"sweeps"` // looks at every client (after a ring, before blocking, housekeeping)
-	Bells     uint64   `json:"bells"`  // times the partition found its bell rung
-	Rings     uint64   `json:"rings"`  // rings of its bell (several may be found at once); 0 where the fabric does not count
-	ReplyErrs uint64   `json:"reply_errors"`
-	KV        kv.Stats `json:"kv"`
+	Partition int    `json:"partition"`
+	Clients   int    `json:"clients"`
+	Polled    int    `json:"polled"` // clients with a request in the last rfp.ActiveHold
+	Served    uint64 `json:"served"`
+	Dozes     uint64 `json:"dozes"`
+	Sweeps    uint64 `json:"sweeps"` // looks at every client (after a ring, before blocking, housekeeping)
+	Bells     uint64 `json:"bells"`  // times the partition found its bell rung
+	Rings     uint64 `json:"rings"`  // rings of its bell (several may be found at once); 0 where the fabric does not count
+	// ReplyWrites are the WRITEs that carried reply-mode responses: one
+	// per client and pass (two where its ring wraps), not one per request.
+	ReplyWrites uint64   `json:"reply_writes"`
+	ReplyErrs   uint64   `json:"reply_errors"`
+	KV          kv.Stats `json:"kv"`
 }
 
 func (p *partition) statsJSON(dst []byte) int {

@@ -28,9 +28,7 @@ func (p *partition) serveFrom(c *peer, now int64) int {
 	if n == 0 {
 		// Parts of a long request and pieces of a long response are
 		// answered inside the poll: their replies go out now.
-		if err := c.sess.FlushReplies(p.id); err != nil {
-			p.replyFailed(c, err)
-		}
+		p.flushReplies(c)
 		return 0
 	}
 	pp.empty = 0
@@ -52,9 +50,7 @@ func (p *partition) serveFrom(c *peer, now int64) int {
 		p.serve(c, &p.reqs[i], p.hashes[i])
 	}
 	// The batch's replies go out together: one send on tcp.
-	if err := c.sess.FlushReplies(p.id); err != nil {
-		p.replyFailed(c, err)
-	}
+	p.flushReplies(c)
 	pp.lastReq = now
 	if !pp.polled {
 		pp.polled = true
@@ -122,6 +118,16 @@ func (p *partition) serve(c *peer, r *rfp.Request, h uint64) {
 	}
 	p.served++
 	if err := sess.Respond(p.id, r, st, val[:n]); err != nil {
+		p.replyFailed(c, err)
+	}
+}
+
+// flushReplies posts the reply WRITEs of c's requests answered in this
+// pass (one span per client).
+func (p *partition) flushReplies(c *peer) {
+	n, err := c.sess.FlushReplies(p.id)
+	p.replyWrites += uint64(n)
+	if err != nil {
 		p.replyFailed(c, err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -24,9 +25,9 @@ const windowMax = 64
 // runWindow: fabric operations per GET and throughput against the window
 // (requests per client.Batch; 1 = synchronous Gets), rfp and reply, on shm
 // and tcp. One client connection, 100% GET of 32 B values over the
-// preloaded keys (uniform). The fabric operations are the client's own
-// counters, WRITEs + READs per finished op (round_trips_per_op elsewhere);
-// the server's reply WRITEs are not among them (replied_frac). Each fabric
+// preloaded keys (uniform). The fabric operations are the client's
+// WRITEs + READs per finished op (its counters) and the server's reply
+// WRITEs per request served (its STATS, before and after). Each fabric
 // has its own server process; its repetitions interleave every mode and
 // window.
 func runWindow(e *env) error {
@@ -43,7 +44,7 @@ func runWindow(e *env) error {
 	o := serverOpts{Slots: windowMax}
 	settings := e.settings(o, "workload: 100% GET, uniform over the preloaded keys, 32 B values, RFS auto; one client connection (client-procs 1: one lane)",
 		"window: requests per client.Batch, run back to back (window 1: synchronous Gets); the client asks the server for rings that deep",
-		"fabric_ops_per_get: the client's counters, (WRITEs + READs) / finished ops, as round_trips_per_op; writes_per_get and reads_per_get split it; the server's reply WRITEs are not counted there (replied_frac)",
+		"fabric_ops_per_get: every fabric operation per GET: the client's WRITEs and READs (its counters, per finished op) and the server's reply WRITEs (server_writes_per_get: the server's reply_writes per request served, from STATS before and after the point)",
 		fmt.Sprintf("each point: median of %d interleaved repetitions (min, max beside); fabric_ops_per_get, writes_per_get, reads_per_get: medians over them; the other columns: the median repetition's", e.reps()))
 	for i, s := range settings {
 		if strings.HasPrefix(s, "fabric: ") {
@@ -51,29 +52,44 @@ func runWindow(e *env) error {
 		}
 	}
 	t := &table{Name: "window", Cols: append(append([]string{"fabric", "mode", "window"}, repCols...),
-		append([]string{"ops_per_sec", "fabric_ops_per_get", "writes_per_get", "reads_per_get"}, loadCols...)...), Settings: settings}
+		append([]string{"ops_per_sec", "fabric_ops_per_get", "writes_per_get", "reads_per_get", "server_writes_per_get"}, loadCols...)...), Settings: settings}
 	type key struct {
 		fab string
 		m   client.Mode
 		w   int
 	}
 	runs := map[key][]loadResult{}
+	srvWrites := map[key][]float64{} // the server's reply WRITEs per GET
 	for _, fab := range fabrics {
 		o := o
 		if fab == "tcp" && e.Addr == "" {
 			o.Listen = loopbackTCP
 		}
 		err := e.server(o, ks, func(addr string) error {
+			sc, err := client.Dial(e.Ctx, addr)
+			if err != nil {
+				return err
+			}
+			defer sc.Close()
 			for rep := 0; rep < e.reps(); rep++ {
 				for _, m := range modes {
 					for _, w := range windows {
+						s0, err := replyWrites(e, sc)
+						if err != nil {
+							return err
+						}
 						r, err := e.point(fmt.Sprintf("%s %s window=%d rep %d", fab, m, w, rep+1),
 							loadSpec{Addr: addr, Mode: m, Clients: 1, Window: w, GetRatio: 1}, ks)
 						if err != nil {
 							return err
 						}
+						s1, err := replyWrites(e, sc)
+						if err != nil {
+							return err
+						}
 						k := key{fab, m, w}
 						runs[k] = append(runs[k], r)
+						srvWrites[k] = append(srvWrites[k], s1.perServed(s0))
 					}
 				}
 			}
@@ -91,14 +107,15 @@ func runWindow(e *env) error {
 			for _, w := range windows {
 				rs := runs[key{fab, m, w}]
 				r, sp := medianRun(rs)
-				fops := medianOf(rs, loadResult.RoundTrips)
 				writes := medianOf(rs, func(r loadResult) float64 { return perOp(r.Counters.Writes, r.Counters.Ops) })
 				reads := medianOf(rs, func(r loadResult) float64 { return perOp(r.Counters.Reads, r.Counters.Ops) })
-				t.add(append(append(append([]any{fab, m, w}, repVals(sp)...), sp.Med*1e6, fops, writes, reads), loadVals(r)...)...)
+				srv := spreadOf(srvWrites[key{fab, m, w}]).Med
+				fops := medianOf(rs, loadResult.RoundTrips) + srv
+				t.add(append(append(append([]any{fab, m, w}, repVals(sp)...), sp.Med*1e6, fops, writes, reads, srv), loadVals(r)...)...)
 				st.add(float64(w), fops)
 				sm.addSpread(float64(w), sp)
-				e.logf("  %-3s %-5s window=%2d: %s Mops, %.3f fabric ops/GET (%.3f WRITEs + %.3f READs), client %.2f µs/op",
-					fab, m, w, sp, fops, writes, reads, r.CPUPerOp())
+				e.logf("  %-3s %-5s window=%2d: %s Mops, %.3f fabric ops/GET (%.3f WRITEs + %.3f READs + %.3f server reply WRITEs), client %.2f µs/op",
+					fab, m, w, sp, fops, writes, reads, srv, r.CPUPerOp())
 			}
 			trips, tput = append(trips, st), append(tput, sm)
 		}
@@ -129,7 +146,7 @@ func perOp(n, ops uint64) float64 {
 // and throughput with each point's min–max (right) against the window,
 // on a log x axis ticked at each window.
 func windowPlot(path string, windows []int, trips, tput []series) error {
-	left := windowPanel("Fabric operations per GET (client WRITEs + READs)", "fabric ops / GET", windows, trips)
+	left := windowPanel("Fabric operations per GET (client WRITEs + READs + server reply WRITEs)", "fabric ops / GET", windows, trips)
 	right := windowPanel("Throughput, 1 connection, 32 B, 100% GET (median, min–max)", "Mops", windows, tput)
 	for _, p := range []*plot.Plot{left, right} {
 		if p == nil {
@@ -189,4 +206,35 @@ func savePNG(img *vgimg.Canvas, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// serverCounts are the server's reply WRITEs and requests served, summed
+// over its partitions.
+type serverCounts struct{ writes, served uint64 }
+
+func (s serverCounts) perServed(before serverCounts) float64 {
+	if s.served <= before.served {
+		return 0
+	}
+	return float64(s.writes-before.writes) / float64(s.served-before.served)
+}
+
+func replyWrites(e *env, c *client.Client) (serverCounts, error) {
+	parts, err := c.Stats(e.Ctx)
+	if err != nil {
+		return serverCounts{}, err
+	}
+	var sc serverCounts
+	for _, b := range parts {
+		var ps struct {
+			Served      uint64 `json:"served"`
+			ReplyWrites uint64 `json:"reply_writes"`
+		}
+		if err := json.Unmarshal(b, &ps); err != nil {
+			return sc, fmt.Errorf("server stats: %w", err)
+		}
+		sc.writes += ps.ReplyWrites
+		sc.served += ps.Served
+	}
+	return sc, nil
 }

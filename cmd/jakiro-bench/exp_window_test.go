@@ -26,7 +26,7 @@ func TestWindowExperiment(t *testing.T) {
 		t.Fatalf("window.csv has %d rows, want 16", len(rows))
 	}
 	for _, r := range rows {
-		if len(r) != 3+len(repCols)+4+len(loadCols) {
+		if len(r) != 3+len(repCols)+5+len(loadCols) {
 			t.Fatalf("row %v has %d columns", r, len(r))
 		}
 		// The GETs of one batch go out in one WRITE (two where the ring
