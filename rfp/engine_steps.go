@@ -14,6 +14,11 @@ const nearMiss = 2_000 // ns
 // maxRetryGap caps the wait between not-ready READs of one request.
 const maxRetryGap = 20_000 // ns
 
+// servePace is about what a partition takes per request: after a fetch
+// that found some of a partition's responses, the next waits this long
+// per response still missing.
+const servePace = 150 // ns
+
 // Completion IDs: kind | partition << idShift.
 const (
 	idWrite = 1
@@ -162,6 +167,11 @@ func (e *Engine) onRead(p int, now int64) {
 	gap <<= min(h.reads, 7)
 	if h.reads < 255 {
 		h.reads++
+	}
+	if took > 0 {
+		// The partition is answering these right now, one after another:
+		// the rest come at its pace, not after a miss's backoff.
+		gap = min(gap, int64(ps.qn)*servePace)
 	}
 	h.due = now + min(gap, maxRetryGap)
 	e.next = min(e.next, h.due)
