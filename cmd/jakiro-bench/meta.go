@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/jakiro-kv/jakiro/cmd/internal/version"
 )
 
 // machineInfo is written at the top of every CSV: results are only
@@ -22,7 +24,15 @@ func getMachineInfo() machineInfo {
 	m := machineInfo{CPU: cpuModel(), Cores: runtime.NumCPU(), Go: runtime.Version(),
 		Date: time.Now().UTC().Format(time.RFC3339)}
 	m.Host, _ = os.Hostname()
-	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+	// The commit this binary was built from; git's view of the working
+	// directory only where the build has none (a binary copied to another
+	// machine runs beside some other tree, or none).
+	if v := version.Read(); v.Commit != "" {
+		m.Commit = v.Commit[:min(len(v.Commit), 7)]
+		if v.Dirty {
+			m.Commit += "-dirty"
+		}
+	} else if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		m.Commit = strings.TrimSpace(string(out))
 		if out, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(out) > 0 {
 			m.Commit += "-dirty"
