@@ -3,7 +3,7 @@ package client
 import "github.com/jakiro-kv/jakiro/rfp"
 
 // Batch is a list of operations run pipelined by Client.Run: requests go
-// out as ring slots free up on every partition, and results are fetched
+// out as the rings have room on every partition, and results are fetched
 // as they become ready. With many servers the batch is split per server
 // and the parts run in parallel; results stay in the caller's order.
 // Reuse a Batch with Reset to avoid allocations.

@@ -15,7 +15,7 @@ import (
 )
 
 // conn is one server connection. Callers queue their calls in its inbox;
-// the driver of its poll group (group.go) moves them into ring slots,
+// the driver of its poll group (group.go) moves them into the rings,
 // drives the protocol engine (posts what it asks, polls completions and
 // feeds them back with the clock, rings doorbells) and hands results to
 // their callers. mu guards the engine: the driver holds it for a step,
@@ -24,7 +24,7 @@ type conn struct {
 	// What a pass reads to skip a connection with nothing due, together
 	// on one cache line: a group may hold a thousand connections.
 	posted   int          // the driver's: operations posted, not completed
-	queued   int          // the driver's: calls waiting for a free slot
+	queued   int          // the driver's: calls waiting for room in a ring
 	nextDue  int64        // the driver's: when the engine next has work
 	inboxLen atomic.Int32 // calls in the inbox
 	shut     atomic.Bool  // closed: no more calls (set under inMu)
@@ -49,7 +49,7 @@ type conn struct {
 	inbox []*call // queued by callers, not yet taken by the driver
 	spare []*call
 
-	// The driver's: calls waiting for a free slot, per partition, in
+	// The driver's: calls waiting for room in a ring, per partition, in
 	// order; the group's yield count it last told the engine of.
 	fifo     []callQueue
 	yieldsAt uint32
@@ -196,8 +196,8 @@ func (c *conn) enqueue(calls ...*call) error {
 	return nil
 }
 
-// step is the driver's turn at this connection: queued calls into free
-// slots, then one step of the engine, answers to their callers (woken,
+// step is the driver's turn at this connection: queued calls into the
+// rings, then one step of the engine, answers to their callers (woken,
 // but the driver's own), and the requests that answers made room for
 // posted at once. It reports the callers woken, whether it rang a blocked
 // partition, whether nothing is left in flight or queued, and whether the
@@ -254,7 +254,7 @@ func (c *conn) takeInbox() {
 	}
 }
 
-// submitLocked moves queued calls into every free ring slot, oldest
+// submitLocked moves queued calls into the rings while they have room, oldest
 // first.
 func (c *conn) submitLocked(driver *waiter) error {
 	if c.queued == 0 {

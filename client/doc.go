@@ -13,8 +13,8 @@
 // cores seldom meet. A caller queues its request on its lane and parks;
 // the connections are driven in poll groups (half the process's Ps, at
 // least one), each by one of its waiting callers at a time: the driver
-// moves every queued request of the group's connections into free ring
-// slots (one Post per connection for all of them), polls the answers and
+// moves every queued request of the group's connections into their rings
+// (one WRITE per partition for all of them), polls the answers and
 // wakes exactly the callers they belong to; when its own answers are in
 // it hands the role to a caller still waiting. A group with nothing in
 // flight spins nowhere, and a process spins on at most as many cores as
@@ -25,7 +25,7 @@
 // window at once. Mode (auto, rfp, reply, hybrid) and the remote fetch
 // size are options; Counters report fabric round trips, retries and
 // doorbell rings. Context deadlines are honoured: an operation whose
-// context ends returns ctx.Err() (its slot is reclaimed when the
+// context ends returns ctx.Err() (its room is reclaimed when the
 // server's answer arrives).
 //
 // The package re-exports what callers need of the protocol (Mode, Counters,

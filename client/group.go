@@ -173,8 +173,8 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 	}
 }
 
-// pass is one step of every busy connection: queued requests into free
-// slots, posts, completions, answers to their callers (woken, but w, the
+// pass is one step of every busy connection: queued requests into the
+// rings, posts, completions, answers to their callers (woken, but w, the
 // driver). It reports how many callers it woke, whether it rang a blocked
 // partition, whether a connection has room and nothing queued for it,
 // and the clock it read.

@@ -25,7 +25,7 @@ func WithMode(m Mode) Option { return func(c *config) { c.engine.Mode = m } }
 func WithRFS(n int) Option { return func(c *config) { c.engine.RFS = n } }
 
 // WithWindow bounds outstanding requests per partition (default: the
-// server's ring slots; more asks the server for deeper rings).
+// server's --slots; more asks the server for a deeper window).
 func WithWindow(n int) Option { return func(c *config) { c.engine.Window = n } }
 
 // WithFetchDelay fixes the wait before the first fetch READ; by default it

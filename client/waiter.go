@@ -9,7 +9,7 @@ import (
 )
 
 // A call is one operation on its way: queued for its connection's driver,
-// in a ring slot, then done. Its caller and the driver hand it over
+// in a ring, then done. Its caller and the driver hand it over
 // through state, so a caller whose context ends can abandon it at any
 // point without racing the driver for its bytes.
 type call struct {
@@ -31,8 +31,8 @@ type call struct {
 
 const (
 	callQueued    uint32 = iota // in its connection's inbox or queue
-	callTaking                  // the driver is copying it into a ring slot
-	callSent                    // in a ring slot, the answer not in yet
+	callTaking                  // the driver is copying it into a ring
+	callSent                    // in a ring, the answer not in yet
 	callFinishing               // the driver is writing the outcome
 	callDone                    // outcome written
 	callAbandoned               // its caller gave up: the driver drops it

@@ -20,7 +20,7 @@ type EngineConfig struct {
 	// HybridR is the not-ready streak that switches hybrid mode to replies.
 	HybridR int
 	// Window bounds outstanding requests per partition (default and
-	// maximum: the layout's slots).
+	// maximum: the layout's Slots).
 	Window int
 	// Bells says the driver can ring the server partitions' doorbells
 	// (fabric.Ringer); without them the engine asks for no rings.

@@ -10,7 +10,7 @@
 // polled set — the clients that had a request in the last rfp.ActiveHold —
 // and serves at most 8 ready requests of each (a client keeping a deep
 // ring full waits its turn like the others), writing each result into the
-// client's response slot in server memory and, when the request asks for
+// client's response ring in server memory and, when the request asks for
 // it, WRITEing it into the client's memory too (reply and hybrid modes).
 // Clients ring the partition's doorbell when they start sending after a
 // quiet spell, and mark the request that rang (the contract is in
@@ -50,7 +50,7 @@
 // Clients come and go at any time: a client whose connection ends is
 // removed from every partition, and its rings are freed only after every
 // partition goroutine has moved past it. Requests are untrusted: malformed
-// slots, unknown ops, bad keys and oversize values get an error status,
+// records, unknown ops, bad keys and oversize values get an error status,
 // never a panic. A reply WRITE that finds no room on the client's
 // connection for Config.ReplyTimeout disconnects that client, logged; no
 // partition waits longer than that on one client. At most

@@ -8,7 +8,7 @@ import (
 )
 
 // Serving: a peer's ready requests, each run on the partition's store and
-// answered in its response slot.
+// answered in its response ring.
 
 // serveFrom serves up to maxPerPass ready requests of c and keeps c in the
 // polled set if it had any.
