@@ -59,6 +59,8 @@ type conn struct {
 	tx   txState    // under txMu
 
 	sendTimeout time.Duration
+	born        int64  // nanotime of the handshake's end
+	vanished    func() // acceptor: told when the peer ends it young
 
 	dead      atomic.Bool
 	closed    atomic.Bool // Close was called: Post and Poll say ErrClosed
@@ -105,7 +107,8 @@ func newConn(fd int, d *domain, o fabric.Options, peerData []byte, peerDepth int
 		done:        make(chan struct{}),
 	}
 	c.mask = uint64(len(c.ops) - 1)
-	c.lastRx.Store(nanotime())
+	c.born = nanotime()
+	c.lastRx.Store(c.born)
 	if err := p.add(c); err != nil {
 		return nil, err
 	}
@@ -136,6 +139,9 @@ func (c *conn) fail(err error) {
 		c.dead.Store(true)
 		_ = unix.Shutdown(c.fd, unix.SHUT_RDWR)
 		c.p.remove(c)
+		if c.vanished != nil && !c.closed.Load() && nanotime()-c.born < int64(youngAge) {
+			c.vanished() // the peer dropped it young: churn pacing
+		}
 		close(c.done)
 	})
 }

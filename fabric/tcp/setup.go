@@ -25,6 +25,7 @@ type setup struct {
 	peerData  []byte         // acceptor: the dialer's hello data
 	peerDepth int            // acceptor: the dialer's queue depth
 	bells     *eventbell.Set // acceptor: the listener's doorbells
+	vanished  func()         // acceptor: the conn ended young (churn pacing)
 
 	mu    sync.Mutex
 	state int // setupOpen, setupDone, setupClosed
@@ -174,6 +175,7 @@ func (s *setup) establish(peerData []byte, peerDepth int, bells *eventbell.Set) 
 		_ = unix.Close(fd)
 		return nil, err
 	}
+	c.vanished = s.vanished
 	return c, nil
 }
 
