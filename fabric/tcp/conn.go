@@ -88,7 +88,9 @@ func ceilPow2(n int) int {
 	return p
 }
 
-func newConn(fd int, d *domain, o fabric.Options, peerData []byte, peerDepth int, bells *eventbell.Set) (*conn, error) {
+// newConn registers an established socket with a poller. vanished
+// (acceptor side, may be nil) is told if the peer ends it young.
+func newConn(fd int, d *domain, o fabric.Options, peerData []byte, peerDepth int, bells *eventbell.Set, vanished func()) (*conn, error) {
 	p, err := pollerFor()
 	if err != nil {
 		return nil, err
@@ -104,6 +106,7 @@ func newConn(fd int, d *domain, o fabric.Options, peerData []byte, peerDepth int
 		peerDepth:   max(1, min(peerDepth, maxQueueDepth)),
 		ops:         make([]pending, ceilPow2(o.QueueDepth)),
 		sendTimeout: o.SendTimeout,
+		vanished:    vanished,
 		done:        make(chan struct{}),
 	}
 	c.mask = uint64(len(c.ops) - 1)

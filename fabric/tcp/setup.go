@@ -170,12 +170,11 @@ func (s *setup) establish(peerData []byte, peerDepth int, bells *eventbell.Set) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := newConn(fd, s.d, s.o, peerData, peerDepth, bells)
+	c, err := newConn(fd, s.d, s.o, peerData, peerDepth, bells, s.vanished)
 	if err != nil {
 		_ = unix.Close(fd)
 		return nil, err
 	}
-	c.vanished = s.vanished
 	return c, nil
 }
 
