@@ -311,8 +311,9 @@ func TestHostileVanish(t *testing.T) {
 	// 0.55-0.67x (the same loop without READs 0.57x: it is the churn, not
 	// the READs); fabric/tcp now paces a source whose connections end
 	// young to 50 handshakes a second, and the honest client keeps
-	// 0.89-1.19x (0.71x once, with the machine loaded). 0.7x leaves room
-	// for that load and still catches the unpaced loop.
+	// 0.71-1.19x (median 0.89x over 12 runs; 3 of them under 0.8x, with
+	// the machine loaded by others). 0.7x leaves room for that load and
+	// still catches the unpaced loop.
 	if attacked < alone*0.7 {
 		t.Errorf("honest client: %.0f ops/s under attack, %.0f alone (%.2fx)", attacked, alone, attacked/alone)
 	}
