@@ -273,8 +273,8 @@ func TestHostileReadAmplification(t *testing.T) {
 // once, in a loop, against a server admitting 32 clients: dead sessions
 // leave the table promptly (new dials are admitted during the attack, one
 // client is counted soon after), the RSS and the descriptors stay
-// bounded, and the honest client keeps its rate but for what connection
-// churn itself costs on the machine.
+// bounded, and the honest client keeps its rate: the loop's handshakes
+// are paced (fabric/tcp's churn pacing), so they cannot take the cores.
 func TestHostileVanish(t *testing.T) {
 	srv, idle, c := hostileServer(t, "--max-clients", "32")
 	idleFDs := openFDCount(t, srv.pid())
@@ -287,10 +287,12 @@ func TestHostileVanish(t *testing.T) {
 		// A new client is admitted while the attack goes on.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		begin := time.Now()
 		nc, err := client.Dial(ctx, srv.Addr)
 		if err != nil {
 			t.Errorf("a new client during the attack: %v", err)
 		} else {
+			t.Logf("a new client during the attack dialed in %v", time.Since(begin).Round(time.Millisecond))
 			nc.Close()
 		}
 		peak = max(peak, rss(t, srv.pid()))
@@ -302,10 +304,17 @@ func TestHostileVanish(t *testing.T) {
 	if peak > 2*idle+64<<20 {
 		t.Errorf("server RSS %.1f MiB under attack (idle %.1f MiB)", mib(peak), mib(idle))
 	}
-	// Connection churn itself (the same loop without READs) costs the
-	// honest client 0.4-0.6x here on a loaded 2-core machine: the bar is
-	// that the READs add no collapse (0.04x before).
-	if attacked < alone*0.1 {
+	// The bar is 0.8x. A peer's connection costs the server a whole
+	// handshake (~330 µs of CPU: accept, socket options, hello, grant
+	// mmap, welcome, teardown), so the loop unpaced (~650 a second) took
+	// 0.2 of this 2-core machine's cores and left the honest client
+	// 0.55-0.67x (the same loop without READs 0.57x: it is the churn, not
+	// the READs); fabric/tcp now paces a source whose connections end
+	// young to 50 handshakes a second, and the honest client keeps
+	// 0.71-1.19x (median 0.89x over 12 runs; 3 of them under 0.8x, with
+	// the machine loaded by others). 0.7x leaves room for that load and
+	// still catches the unpaced loop.
+	if attacked < alone*0.7 {
 		t.Errorf("honest client: %.0f ops/s under attack, %.0f alone (%.2fx)", attacked, alone, attacked/alone)
 	}
 	if !waitFor(3*time.Second, func() bool { return statsOf(t, c).Clients == 1 }) {

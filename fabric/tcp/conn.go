@@ -59,6 +59,8 @@ type conn struct {
 	tx   txState    // under txMu
 
 	sendTimeout time.Duration
+	born        int64  // nanotime of the handshake's end
+	vanished    func() // acceptor: told when the peer ends it young
 
 	dead      atomic.Bool
 	closed    atomic.Bool // Close was called: Post and Poll say ErrClosed
@@ -86,7 +88,9 @@ func ceilPow2(n int) int {
 	return p
 }
 
-func newConn(fd int, d *domain, o fabric.Options, peerData []byte, peerDepth int, bells *eventbell.Set) (*conn, error) {
+// newConn registers an established socket with a poller. vanished
+// (acceptor side, may be nil) is told if the peer ends it young.
+func newConn(fd int, d *domain, o fabric.Options, peerData []byte, peerDepth int, bells *eventbell.Set, vanished func()) (*conn, error) {
 	p, err := pollerFor()
 	if err != nil {
 		return nil, err
@@ -102,10 +106,12 @@ func newConn(fd int, d *domain, o fabric.Options, peerData []byte, peerDepth int
 		peerDepth:   max(1, min(peerDepth, maxQueueDepth)),
 		ops:         make([]pending, ceilPow2(o.QueueDepth)),
 		sendTimeout: o.SendTimeout,
+		vanished:    vanished,
 		done:        make(chan struct{}),
 	}
 	c.mask = uint64(len(c.ops) - 1)
-	c.lastRx.Store(nanotime())
+	c.born = nanotime()
+	c.lastRx.Store(c.born)
 	if err := p.add(c); err != nil {
 		return nil, err
 	}
@@ -136,6 +142,9 @@ func (c *conn) fail(err error) {
 		c.dead.Store(true)
 		_ = unix.Shutdown(c.fd, unix.SHUT_RDWR)
 		c.p.remove(c)
+		if c.vanished != nil && !c.closed.Load() && nanotime()-c.born < int64(youngAge) {
+			c.vanished() // the peer dropped it young: churn pacing
+		}
 		close(c.done)
 	})
 }

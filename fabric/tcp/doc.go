@@ -61,8 +61,13 @@
 //     per source IP (the oldest is closed past either, so a flood of
 //     silent sockets cannot lock honest dialers out), and reports what it
 //     turned away through Options.Logf, rate-limited
-//     (fabric/internal/acceptq). A dialer waits at most its context, or
-//     dialWait without a deadline.
+//     (fabric/internal/acceptq). A source whose connections its peer
+//     drops within youngAge of the handshake, more than churnBurst of
+//     them lately, has its handshakes started at most churnRate a second
+//     (listener.go): a loop of dial, ask, reset costs the server that
+//     many handshakes a second, not as many as the loop can make, and is
+//     never refused. A dialer waits at most its context, or dialWait
+//     without a deadline.
 //   - Failure: a closed socket, a reset, or a host that vanished (TCP
 //     keepalive and TCP_USER_TIMEOUT: within about UserTimeout) ends the
 //     connection: Done is closed, Err wraps fabric.ErrPeerGone,

@@ -31,6 +31,18 @@ const (
 	maxReady     = 128  // setups waiting for Accept
 )
 
+// Churn pacing (acceptq's churn.go): a source whose connections end
+// within youngAge of their handshake, more than churnBurst of them lately,
+// gets its handshakes started at most churnRate a second. A peer that
+// dials, asks and resets in a loop so costs the server churnRate
+// handshakes a second, not as many as its loops can make; clients that
+// stay connected, however many, are never paced.
+const (
+	youngAge   = time.Second
+	churnRate  = 50 // handshakes a second
+	churnBurst = 32
+)
+
 func newListener(ln *net.TCPListener, o fabric.Options, bells *eventbell.Set) *listener {
 	l := &listener{o: o, bells: bells, addr: "tcp://" + ln.Addr().String()}
 	l.q = acceptq.New(ln, acceptq.Config{
@@ -40,6 +52,8 @@ func newListener(ln *net.TCPListener, o fabric.Options, bells *eventbell.Set) *l
 		MaxReady:   maxReady,
 		Timeout:    handshakeTimeout,
 		Source:     sourceIP,
+		ChurnRate:  churnRate,
+		ChurnBurst: churnBurst,
 		Logf:       o.Logf,
 	}, l.hello, func(s *setup) { _ = s.Close() })
 	return l
@@ -67,6 +81,8 @@ func (l *listener) hello(_ context.Context, c net.Conn) (*setup, error) {
 	}
 	s := newSetup(nc, l.o, false)
 	s.peerData, s.peerDepth, s.bells = data, depth, l.bells
+	src := sourceIP(nc)
+	s.vanished = func() { l.q.Vanished(src) }
 	return s, nil
 }
 

@@ -25,6 +25,7 @@ type setup struct {
 	peerData  []byte         // acceptor: the dialer's hello data
 	peerDepth int            // acceptor: the dialer's queue depth
 	bells     *eventbell.Set // acceptor: the listener's doorbells
+	vanished  func()         // acceptor: the conn ended young (churn pacing)
 
 	mu    sync.Mutex
 	state int // setupOpen, setupDone, setupClosed
@@ -169,7 +170,7 @@ func (s *setup) establish(peerData []byte, peerDepth int, bells *eventbell.Set) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := newConn(fd, s.d, s.o, peerData, peerDepth, bells)
+	c, err := newConn(fd, s.d, s.o, peerData, peerDepth, bells, s.vanished)
 	if err != nil {
 		_ = unix.Close(fd)
 		return nil, err

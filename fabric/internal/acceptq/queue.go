@@ -30,6 +30,12 @@ type Config struct {
 	Timeout time.Duration
 	// Source names the peer a socket comes from, for PerSource.
 	Source func(net.Conn) string
+	// ChurnRate and ChurnBurst pace a source whose connections keep
+	// ending young (churn.go): past ChurnBurst such ends, decaying at
+	// ChurnRate a second, its handshakes start at most ChurnRate a
+	// second. 0: no pacing.
+	ChurnRate  float64
+	ChurnBurst int
 	// Logf receives rejections, rate-limited; nil drops them.
 	Logf func(format string, args ...any)
 }
@@ -74,6 +80,7 @@ type Queue[S any] struct {
 	mu       sync.Mutex
 	pending  list.List             // *entry, oldest first
 	bySource map[string]*list.List // *entry per source, oldest first
+	churn    map[string]*churn     // sources whose connections ended young
 	loopErr  error                 // why the accept loop stopped, if not Close
 
 	log limiter
@@ -100,6 +107,7 @@ func New[S any](ln net.Listener, cfg Config, hs Handshake[S], reject func(S)) *Q
 		ctx: ctx, cancel: cancel,
 		ready:    make(chan S, cfg.MaxReady),
 		bySource: map[string]*list.List{},
+		churn:    map[string]*churn{},
 		log:      limiter{logf: cfg.Logf, prefix: cfg.Prefix},
 	}
 	q.wg.Add(1)
@@ -204,6 +212,16 @@ func (q *Queue[S]) handshake(ctx context.Context, e *entry, c net.Conn) {
 	defer e.cancel()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
+	}
+	if d := q.pace(e.source); d > 0 {
+		// A churning source: its handshake waits for its slot, within
+		// the handshake's bound.
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	s, err := q.hs(ctx, c)
