@@ -401,7 +401,10 @@ func (e *Engine) Rang() { e.bells.rang() }
 
 // Results are the requests finished since the last Consumed, each once.
 // Their Values alias the engine's memory: copy them before Consumed, which
-// frees their room for new requests.
+// frees their room for new requests. Call Consumed before posting the next
+// Pending: records put after a result was reported (parts, pieces, new
+// requests) reserve response room as if its bytes were free, so once
+// posted their responses may land on them.
 func (e *Engine) Results() []Result { return e.results }
 
 // Consumed frees the room of every Result returned so far.
