@@ -218,9 +218,9 @@ func (c *conn) step(driver *waiter, now int64) (woke int, rang, idle, hungry boo
 	}
 	err := c.submitLocked(driver)
 	if err == nil {
-		err = c.progressLocked(now)
+		woke, err = c.progressLocked(now, driver)
 	}
-	woke = c.deliverLocked(driver)
+	woke += c.deliverLocked(driver)
 	if err == nil && c.queued > 0 {
 		if err = c.submitLocked(driver); err == nil {
 			err = c.flushLocked()
@@ -334,27 +334,31 @@ func (c *conn) handTo(w *waiter) bool {
 	return false
 }
 
-// progressLocked is one step of the engine: whatever fell due, posts and
-// rings, then completions.
-func (c *conn) progressLocked(now int64) error {
+// progressLocked is one step of the engine: whatever fell due (answers
+// found in local memory go to their callers before anything new is
+// posted: rfp.Engine.Results), posts and rings, then completions.
+func (c *conn) progressLocked(now int64, driver *waiter) (woke int, err error) {
 	e := c.eng
 	if now >= e.Next() {
 		e.Tick(now)
+		if len(e.Results()) > 0 {
+			woke = c.deliverLocked(driver)
+		}
 	}
 	if err := c.flushLocked(); err != nil {
-		return err
+		return woke, err
 	}
 	n, err := c.fc.Poll(c.comps)
 	if err != nil {
-		return e.Fail(err)
+		return woke, e.Fail(err)
 	}
 	c.posted -= n
 	for _, comp := range c.comps[:n] {
 		if err := e.Complete(now, comp); err != nil {
-			return err
+			return woke, err
 		}
 	}
-	return nil
+	return woke, nil
 }
 
 // flushLocked posts the engine's pending ops, then rings the doorbells

@@ -294,6 +294,7 @@ func (h *harness) take() {
 func (h *harness) step() {
 	if h.now >= h.e.Next() {
 		h.e.Tick(h.now)
+		h.take() // consumed before the next post, as Results asks
 	}
 	h.post()
 	for i := range h.inflight {
