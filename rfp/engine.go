@@ -348,16 +348,33 @@ func (e *Engine) sendParts(now int64, p int) {
 	}
 }
 
-// askPiece puts a piece request for p's oldest long response when none is
-// in flight.
+// askPiece puts piece requests for p's long responses, oldest first: as
+// many as the pieces still missing need, up to maxPiecesOut in flight
+// where the response ring has room for them. A partition sends the
+// pieces of its oldest long response in order, each at most the piece
+// budget, so the engine knows how many each response still needs.
 func (e *Engine) askPiece(now int64, p int) {
 	ps := &e.parts[p]
 	l := e.layout
-	if len(ps.asmQ) == 0 || ps.pieceOut || !ps.reqRoom(l, reqMarkerLen) || !ps.respRoom(l, l.pieceResv()) || ps.qn == len(ps.q) {
-		return
+	budget := l.pieceBudget()
+	for ps.piecesOut < maxPiecesOut && ps.piecesOut < e.piecesMissing(ps, budget) &&
+		ps.reqRoom(l, reqMarkerLen) && ps.respRoom(l, l.pieceResv()) && ps.qn < len(ps.q) {
+		ps.piecesOut++
+		e.put(now, p, rec{kind: recPiece, call: ps.asmQ[0]}, ReqHeader{Op: opPiece}, nil, nil)
 	}
-	ps.pieceOut = true
-	e.put(now, p, rec{kind: recPiece, call: ps.asmQ[0]}, ReqHeader{Op: opPiece}, nil, nil)
+}
+
+// maxPiecesOut bounds a partition's piece requests in flight.
+const maxPiecesOut = 3
+
+// piecesMissing is how many pieces p's long responses still need.
+func (e *Engine) piecesMissing(ps *partState, budget int) int {
+	n := 0
+	for _, ci := range ps.asmQ {
+		c := &e.calls[ci]
+		n += (c.want - len(c.asm) + budget - 1) / budget
+	}
+	return n
 }
 
 // Pending are the operations to post now, in order, in one Post; then

@@ -39,10 +39,10 @@ type partState struct {
 	longVal  []byte
 	longSent int
 
-	// Long responses gathering pieces, oldest first, and whether a piece
-	// request is in flight.
-	asmQ     []int32
-	pieceOut bool
+	// Long responses gathering pieces, oldest first, and the piece
+	// requests in flight.
+	asmQ      []int32
+	piecesOut int
 }
 
 // maxInternal bounds the parts and piece requests in flight beside the

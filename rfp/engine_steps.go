@@ -249,7 +249,7 @@ func (e *Engine) finish(p int, now int64, r Response) {
 		return
 	case recPiece:
 		ps.resv -= h.resv
-		ps.pieceOut = false
+		ps.piecesOut--
 		e.gather(p, now, r.Value, r.Flags&respMore == 0)
 		return
 	}
