@@ -83,6 +83,8 @@ type Engine struct {
 	bells   bellState
 	stats   Counters
 	failed  error
+	// The layout's reservations, worked out once (they divide).
+	callResv, callBudget, pieceResv, pieceBudget, maxReqRec int
 }
 
 type recKind uint8
@@ -150,6 +152,8 @@ func NewEngine(local *fabric.Region, w Welcome, cfg EngineConfig) (*Engine, erro
 		next:    Never,
 		bells:   newBellState(l.Partitions, cfg.Bells, cfg.QuietRingNS),
 	}
+	e.callResv, e.callBudget, e.maxReqRec = l.callResv(), l.CallBudget(), l.maxReqRecord()
+	e.pieceResv, e.pieceBudget = l.pieceResv(), l.pieceBudget()
 	for p := range e.parts {
 		e.parts[p].init(p, l)
 	}
@@ -201,7 +205,7 @@ func (e *Engine) Yielded() { e.yields++ }
 func (e *Engine) Free(p int) bool {
 	ps := &e.parts[p]
 	return e.failed == nil && ps.calls < e.cfg.Window && len(ps.freeCalls) > 0 && ps.long < 0 &&
-		ps.reqRoom(e.layout, e.layout.maxReqRecord()) && ps.respRoom(e.layout, e.layout.callResv()) &&
+		ps.reqRoom(e.layout, e.maxReqRec) && ps.respRoom(e.layout, e.callResv, e.pieceResv) &&
 		ps.qn < len(ps.q) && ps.modeOK(e.policy.Reply())
 }
 
@@ -230,7 +234,7 @@ func (e *Engine) Submit(now int64, p int, op Op, key, value []byte, ttl uint32) 
 	e.active++
 	c := &e.calls[ci]
 	*c = callRec{busy: true, op: op, sent: now, asm: c.asm[:0]}
-	if reqRecLen(len(key), len(value)) > e.layout.maxReqRecord() {
+	if reqRecLen(len(key), len(value)) > e.maxReqRec {
 		// Too long for one record: its value goes in parts, then the
 		// key with the last part (partState.sendParts).
 		ps.long, ps.longOp, ps.longTTL = ci, op, ttl
@@ -251,11 +255,11 @@ func (e *Engine) put(now int64, p int, r rec, h ReqHeader, key, value []byte) {
 	ps := &e.parts[p]
 	switch r.kind {
 	case recCall:
-		r.resv, r.maxLen, r.expect = l.callResv(), l.CallBudget(), e.expectFor(h.Op)
+		r.resv, r.maxLen, r.expect = e.callResv, e.callBudget, e.expectFor(h.Op)
 	case recPart:
 		r.resv, r.maxLen, r.expect = respMarkerLen, 0, respMarkerLen
 	case recPiece:
-		r.resv, r.maxLen = l.pieceResv(), l.pieceBudget()
+		r.resv, r.maxLen = e.pieceResv, e.pieceBudget
 		r.expect = r.resv
 	}
 	h.Budget = uint32(r.maxLen)
@@ -325,12 +329,12 @@ func (e *Engine) expectFor(op Op) int {
 func (e *Engine) sendParts(now int64, p int) {
 	ps := &e.parts[p]
 	l := e.layout
-	maxRec := l.maxReqRecord()
+	maxRec := e.maxReqRec
 	for ps.long >= 0 {
 		left := len(ps.longVal) - ps.longSent
 		total := uint32(len(ps.longVal))
 		if reqRecLen(len(ps.longKey), left) <= maxRec {
-			if !ps.reqRoom(l, maxRec) || !ps.respRoom(l, l.callResv()) || ps.qn == len(ps.q) {
+			if !ps.reqRoom(l, maxRec) || !ps.respRoom(l, e.callResv, e.pieceResv) || ps.qn == len(ps.q) {
 				return
 			}
 			e.put(now, p, rec{kind: recCall, call: ps.long},
@@ -338,7 +342,7 @@ func (e *Engine) sendParts(now int64, p int) {
 			ps.long = -1
 			return
 		}
-		if !ps.reqRoom(l, maxRec) || !ps.respRoom(l, respMarkerLen) || ps.qn == len(ps.q) {
+		if !ps.reqRoom(l, maxRec) || !ps.respRoom(l, respMarkerLen, e.pieceResv) || ps.qn == len(ps.q) {
 			return
 		}
 		n := maxRec - reqHeader - sumSize - recAlign
@@ -356,9 +360,8 @@ func (e *Engine) sendParts(now int64, p int) {
 func (e *Engine) askPiece(now int64, p int) {
 	ps := &e.parts[p]
 	l := e.layout
-	budget := l.pieceBudget()
-	for ps.piecesOut < maxPiecesOut && ps.piecesOut < e.piecesMissing(ps, budget) &&
-		ps.reqRoom(l, reqMarkerLen) && ps.respRoom(l, l.pieceResv()) && ps.qn < len(ps.q) {
+	for ps.piecesOut < maxPiecesOut && ps.piecesOut < e.piecesMissing(ps, e.pieceBudget) &&
+		ps.reqRoom(l, reqMarkerLen) && ps.respRoom(l, e.pieceResv, e.pieceResv) && ps.qn < len(ps.q) {
 		ps.piecesOut++
 		e.put(now, p, rec{kind: recPiece, call: ps.asmQ[0]}, ReqHeader{Op: opPiece}, nil, nil)
 	}

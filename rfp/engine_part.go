@@ -85,9 +85,10 @@ func (ps *partState) reqRoom(l Layout, n int) bool {
 }
 
 // respRoom says n more response bytes may be reserved: the reservations,
-// and the waste of one wrap, stay within the response ring.
-func (ps *partState) respRoom(l Layout, n int) bool {
-	return ps.resv+n+l.pieceResv() <= l.RespRing
+// and the waste of one wrap (at most the longest record, waste), stay
+// within the response ring.
+func (ps *partState) respRoom(l Layout, n, waste int) bool {
+	return ps.resv+n+waste <= l.RespRing
 }
 
 // modeOK says a record in mode reply may join the records in flight:

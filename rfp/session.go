@@ -298,7 +298,7 @@ func (s *Session) Respond(p int, r *Request, st Status, val []byte) error {
 		n += 8
 	}
 	b, at := s.respAt(p, n)
-	pl := b[respHeader:]
+	pl := ResponsePayload(b)
 	if rflags&respFirst != 0 {
 		binary.LittleEndian.PutUint64(pl, uint64(len(val)))
 		pl = pl[8:]
@@ -411,7 +411,7 @@ func (s *Session) sendPiece(p int, r *Request) {
 		rflags = respMore
 	}
 	b, at := s.respAt(p, n)
-	copy(b[respHeader:], o.v[o.sent:o.sent+n])
+	copy(ResponsePayload(b), o.v[o.sent:o.sent+n])
 	o.sent += n
 	if rflags == 0 {
 		s.long.give(len(o.v))
