@@ -61,8 +61,21 @@ type callQueue struct {
 	h int
 }
 
-func (q *callQueue) push(c *call) { q.q = append(q.q, c) }
-func (q *callQueue) len() int     { return len(q.q) - q.h }
+func (q *callQueue) push(c *call) {
+	if len(q.q) == cap(q.q) && q.h >= len(q.q)/2 {
+		// A queue that never drains (more callers than its rings hold)
+		// would otherwise grow without end behind its head: reuse the
+		// popped half before growing (each call moves at most once per
+		// doubling, so pushes stay O(1) amortized).
+		n := copy(q.q, q.q[q.h:])
+		clear(q.q[n:])
+		q.q, q.h = q.q[:n], 0
+	}
+	q.q = append(q.q, c)
+}
+
+func (q *callQueue) len() int { return len(q.q) - q.h }
+
 func (q *callQueue) pop() *call {
 	c := q.q[q.h]
 	q.q[q.h] = nil
