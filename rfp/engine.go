@@ -281,7 +281,7 @@ func (e *Engine) put(now int64, p int, r rec, h ReqHeader, key, value []byte) {
 	}
 	h.Seq = r.seq
 	n := reqRecLen(len(key), len(value))
-	off := int(ps.wpos % uint64(l.ReqRing))
+	off := ringOff(ps.wpos, l.ReqRing)
 	base := l.ReqBase(p)
 	if rem := l.ReqRing - off; n > rem {
 		if rem >= reqMarkerLen {
@@ -397,7 +397,7 @@ func (e *Engine) flushWrites() {
 		from, to := ps.sentTo, ps.wpos
 		base := l.ReqBase(p)
 		for from < to {
-			off := int(from % uint64(l.ReqRing))
+			off := ringOff(from, l.ReqRing)
 			n := min(int(to-from), l.ReqRing-off)
 			e.pending = append(e.pending, fabric.Op{Kind: fabric.OpWrite, ID: idWrite,
 				Local: e.local, LocalOff: base + off, Len: n, Remote: e.grant, RemoteOff: uint64(base + off)})

@@ -166,11 +166,16 @@ func mixedRounds(t *testing.T, h *harness, rounds, maxValue int, seed uint64) {
 // times (records go to the ring's start after wrap markers, WRITEs and
 // READs split at the ring's end), and every value comes back whole.
 func TestEngineRingsWrap(t *testing.T) {
-	for _, m := range []Mode{ModeRFP, ModeReply, ModeHybrid} {
-		t.Run(m.String(), func(t *testing.T) {
+	// Ring sizes of powers of two (offsets by mask) and not (by division).
+	for i, m := range []Mode{ModeRFP, ModeReply, ModeHybrid, ModeRFP, ModeReply, ModeHybrid} {
+		reqRing, respRing := MinRing, 2*MinRing
+		if i >= 3 {
+			reqRing, respRing = 3*MinRing, 5*MinRing
+		}
+		t.Run(fmt.Sprintf("%s/%d-%d", m, reqRing, respRing), func(t *testing.T) {
 			// Small rings: values over the budget come in pieces, and
 			// requests over a quarter of the request ring go in parts.
-			h := newHarnessRings(t, 2, 8, 1500, MinRing, 2*MinRing, EngineConfig{Mode: m, FetchDelayNS: -1, HybridR: 2})
+			h := newHarnessRings(t, 2, 8, 1500, reqRing, respRing, EngineConfig{Mode: m, FetchDelayNS: -1, HybridR: 2})
 			mixedRounds(t, h, 300, 1500, uint64(m))
 			for p := range h.e.parts {
 				ps := &h.e.parts[p]

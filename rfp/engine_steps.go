@@ -74,7 +74,7 @@ func (e *Engine) fetch(p int, now int64) {
 		want = respMarkerLen
 	}
 	base := l.RespBase(p)
-	off := int(from % uint64(l.RespRing))
+	off := ringOff(from, l.RespRing)
 	if rem := l.RespRing - off; rem < respMarkerLen {
 		from, off = lapEnd(from, l.RespRing), 0 // no record fits there: the server skipped it
 	}
@@ -189,7 +189,7 @@ func (e *Engine) take(p int, now int64, end uint64) int {
 	ps.shortNeed = 0
 	for ps.qn > 0 {
 		pos := ps.rpos
-		off := int(pos % uint64(l.RespRing))
+		off := ringOff(pos, l.RespRing)
 		rem := l.RespRing - off
 		if rem < respMarkerLen {
 			ps.rpos = lapEnd(pos, l.RespRing)

@@ -115,3 +115,13 @@ func RFSFor(n int) int { return respRecLen(n) }
 
 // MinRFS is the smallest useful RFS: the record of an empty value.
 const MinRFS = 16
+
+// ringOff is position pos's offset in a ring of ring bytes: a mask where
+// the ring is a power of two, as the defaults are (a 64-bit division
+// costs tens of cycles on a partition's every poll).
+func ringOff(pos uint64, ring int) int {
+	if ring&(ring-1) == 0 {
+		return int(pos & uint64(ring-1))
+	}
+	return int(pos % uint64(ring))
+}

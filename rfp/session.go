@@ -140,7 +140,7 @@ func (s *Session) CloseBy(deadline time.Time) error {
 // nil where no record fits before the end (the writer skipped those bytes).
 func (s *Session) reqAt(p int, pos uint64) []byte {
 	l := s.layout
-	off := int(pos % uint64(l.ReqRing))
+	off := ringOff(pos, l.ReqRing)
 	if l.ReqRing-off < reqMarkerLen {
 		return nil
 	}
@@ -149,7 +149,7 @@ func (s *Session) reqAt(p int, pos uint64) []byte {
 }
 
 // lapEnd is the position of the start of the lap after pos's.
-func lapEnd(pos uint64, ring int) uint64 { return pos - pos%uint64(ring) + uint64(ring) }
+func lapEnd(pos uint64, ring int) uint64 { return pos - uint64(ringOff(pos, ring)) + uint64(ring) }
 
 // Poll looks at partition p's next request record. It returns true with r
 // filled when a request is there. A record that stayed malformed for
@@ -260,7 +260,7 @@ func (s *Session) respAt(p, n int) ([]byte, uint64) {
 	base := l.RespBase(p)
 	need := respRecLen(n)
 	pos := ring.wpos
-	off := int(pos % uint64(l.RespRing))
+	off := ringOff(pos, l.RespRing)
 	if rem := l.RespRing - off; need > rem {
 		if rem >= respMarkerLen {
 			SealResponse(s.mem[base+off:base+l.RespRing], ring.next, 0, respWrap, 0)
@@ -467,7 +467,7 @@ func (s *Session) FlushReplies(p int) (int, error) {
 	ops := ring.replies[:0]
 	from, to := ring.replyFrom, ring.wpos
 	for from < to {
-		off := int(from % uint64(l.RespRing))
+		off := ringOff(from, l.RespRing)
 		n := min(int(to-from), l.RespRing-off)
 		ops = append(ops, fabric.Op{Kind: fabric.OpWrite, ID: uint64(p), Local: s.grant, LocalOff: base + off,
 			Len: n, Remote: ring.replyTo, RemoteOff: uint64(base + off)})
