@@ -29,6 +29,10 @@ type conn struct {
 	bs    []Batch
 	g     *Group
 	toks  [][]byte // ascii tokenizer's output, reused
+	// scratch holds numbers and binary headers on their way into r or w:
+	// a local array would escape (bufio hands slices to interfaces).
+	scratch [24]byte
+	hdr     [headerLen]byte // a binary answer's header (extras may be in scratch)
 
 	authed bool // binary SASL done, or no token needed
 	quit   bool // close after this round's answers
