@@ -21,6 +21,13 @@ type conn struct {
 	nc net.Conn
 	r  *bufio.Reader
 	w  *bufio.Writer
+	// Deadlines cost a runtime timer update each, more than a command
+	// (deadline.go): set only when a read waits within a round, and the
+	// write deadline renewed coarsely.
+	midRound  bool      // the round's first byte arrived: reads are bounded
+	readArmed bool      // a read deadline is set
+	armedIn   bool      // it was set in this round
+	writeAt   time.Time // when the write deadline was last set
 
 	pool  []*Cmd // reused between rounds; the round's are pool[:used]
 	used  int
@@ -77,9 +84,12 @@ func newConn(d *Door, nc net.Conn) *conn {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	return &conn{d: d, nc: nc, r: bufio.NewReaderSize(nc, bufSize), w: bufio.NewWriterSize(nc, bufSize),
+	c := &conn{d: d, nc: nc,
 		parts: make([][]*Cmd, d.be.Partitions()), bs: make([]Batch, d.be.Partitions()), g: newGroup(),
 		authed: d.cfg.AuthToken == ""}
+	c.r = bufio.NewReaderSize(boundedReader{c}, bufSize)
+	c.w = bufio.NewWriterSize(nc, bufSize)
+	return c
 }
 
 func (c *conn) serve() {
@@ -114,14 +124,14 @@ func (c *conn) round() error {
 	c.used, c.reqs = 0, c.reqs[:0]
 	// Idle: wait for a first byte without a deadline (memcached clients
 	// keep connections open; Close ends the wait). Then the rest of the
-	// round must come within ReadTimeout.
+	// round must come within ReadTimeout (boundedReader).
+	c.midRound, c.armedIn = false, false
 	if c.r.Buffered() == 0 {
-		c.nc.SetReadDeadline(time.Time{})
 		if _, err := c.r.Peek(1); err != nil {
 			return err
 		}
 	}
-	c.nc.SetReadDeadline(time.Now().Add(c.d.cfg.ReadTimeout))
+	c.midRound = true
 	var perr error
 	for {
 		b, err := c.r.Peek(1)
@@ -144,7 +154,7 @@ func (c *conn) round() error {
 	if err := c.run(); err != nil {
 		return err
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.d.cfg.WriteTimeout))
+	c.armWrite()
 	for i := range c.reqs {
 		if c.reqs[i].binary {
 			c.answerBinary(&c.reqs[i])
