@@ -3,6 +3,7 @@ package memcache
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"time"
@@ -17,10 +18,11 @@ import (
 // Commands of one partition run in request order, so a connection sees its
 // own writes; commands of different partitions touch different keys.
 type conn struct {
-	d  *Door
-	nc net.Conn
-	r  *bufio.Reader
-	w  *bufio.Writer
+	d    *Door
+	nc   net.Conn
+	sock io.ReadWriter // nc, or its raw reads and writes (rawio.go)
+	r    *bufio.Reader
+	w    *bufio.Writer
 	// Deadlines cost a runtime timer update each, more than a command
 	// (deadline.go): set only when a read waits within a round, and the
 	// write deadline renewed coarsely.
@@ -84,11 +86,14 @@ func newConn(d *Door, nc net.Conn) *conn {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	c := &conn{d: d, nc: nc,
+	c := &conn{d: d, nc: nc, sock: nc,
 		parts: make([][]*Cmd, d.be.Partitions()), bs: make([]Batch, d.be.Partitions()), g: newGroup(),
 		authed: d.cfg.AuthToken == ""}
+	if r := newRawIO(nc); r != nil {
+		c.sock = r
+	}
 	c.r = bufio.NewReaderSize(boundedReader{c}, bufSize)
-	c.w = bufio.NewWriterSize(nc, bufSize)
+	c.w = bufio.NewWriterSize(c.sock, bufSize)
 	return c
 }
 

@@ -26,7 +26,7 @@ func (b boundedReader) Read(p []byte) (int, error) {
 		c.nc.SetReadDeadline(time.Time{})
 		c.readArmed = false
 	}
-	return c.nc.Read(p)
+	return c.sock.Read(p)
 }
 
 // writeSlack is the part of WriteTimeout the write deadline may have run
