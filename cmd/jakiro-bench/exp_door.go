@@ -25,9 +25,14 @@ func runDoor(e *env) error {
 		last *ycsb.Result
 	}
 	pts := map[string]*point{}
+	// The door's server gets one P per partition, as memcached gets one
+	// worker thread per partition: with no RFP client its partitions
+	// sleep (no P busy-polls, as serverOpts' default assumes), and a
+	// spare P only makes the netpoller wake a second thread for
+	// connections that one would serve.
 	sys := func(parts int) [2]system {
 		return [2]system{
-			{name: fmt.Sprintf("jakiro-door-p%d", parts), db: "memcached", door: true, srv: serverOpts{Partitions: parts}},
+			{name: fmt.Sprintf("jakiro-door-p%d", parts), db: "memcached", door: true, srv: serverOpts{Partitions: parts, Procs: parts}},
 			{name: fmt.Sprintf("memcached-t%d", parts), db: "memcached", mcThreads: parts},
 		}
 	}
@@ -51,7 +56,7 @@ func runDoor(e *env) error {
 		"p50_us", "p99_us", "errors", "ops_vs_memcached", "p50_vs_memcached"),
 		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d), batch.size=1", records),
 			fmt.Sprintf("go-ycsb v1.0.1 core workload in this process through jakiro-bench's gomemcache driver (memcached ascii protocol) for both systems; run phase bounded to %v per point; each point the median of %d interleaved repetitions (min, max beside)", runDur, e.reps()),
-			"jakiro-door-pN: a jakiro server process (shm listener, no RFP client) with N partitions and its memcached door on 127.0.0.1",
+			"jakiro-door-pN: a jakiro server process (shm listener, no RFP client) with N partitions, GOMAXPROCS N, and its memcached door on 127.0.0.1",
 			"memcached-tN: memcached -t N -m 512 -U 0 on 127.0.0.1",
 			"latency columns: the last repetition's; *_vs_memcached: the door's median over memcached's at the same threads (p50: the last repetitions')"}}
 	for _, pair := range doorPairs {

@@ -312,7 +312,7 @@ func (c *conn) answerASCII(q *request) {
 	case kindLocal:
 		line(q.msg)
 	case kindGet:
-		var num [24]byte
+		num := c.scratch[:0]
 		for _, m := range c.pool[q.first : q.first+q.n] {
 			if m.Status != kv.StatusOK {
 				c.misses++
@@ -322,12 +322,12 @@ func (c *conn) answerASCII(q *request) {
 			w.WriteString("VALUE ")
 			w.Write(m.Key)
 			w.WriteByte(' ')
-			w.Write(strconv.AppendUint(num[:0], uint64(m.Meta.Flags), 10))
+			w.Write(strconv.AppendUint(num, uint64(m.Meta.Flags), 10))
 			w.WriteByte(' ')
-			w.Write(strconv.AppendUint(num[:0], uint64(m.N), 10))
+			w.Write(strconv.AppendUint(num, uint64(m.N), 10))
 			if q.withCAS {
 				w.WriteByte(' ')
-				w.Write(strconv.AppendUint(num[:0], m.Meta.Version, 10))
+				w.Write(strconv.AppendUint(num, m.Meta.Version, 10))
 			}
 			w.WriteString("\r\n")
 			w.Write(m.Out[:m.N])
@@ -361,8 +361,7 @@ func (c *conn) answerASCII(q *request) {
 		switch m := c.pool[q.first]; m.Status {
 		case kv.StatusOK:
 			if !q.noreply {
-				var num [24]byte
-				w.Write(strconv.AppendUint(num[:0], m.Num, 10))
+				w.Write(strconv.AppendUint(c.scratch[:0], m.Num, 10))
 				w.WriteString("\r\n")
 			}
 		case kv.StatusNotFound:

@@ -86,8 +86,8 @@ func quiet(op byte) bool {
 // (lengths that do not add up, a body over the limit) closes the
 // connection: its bytes cannot be skipped safely.
 func (c *conn) parseBinary() error {
-	var h [headerLen]byte
-	if _, err := io.ReadFull(c.r, h[:]); err != nil {
+	h := c.scratch[:headerLen]
+	if _, err := io.ReadFull(c.r, h); err != nil {
 		return err
 	}
 	be := binary.BigEndian
@@ -257,14 +257,14 @@ func (c *conn) answerBinary(q *request) {
 			return
 		}
 		c.hits++
-		var flags [4]byte
-		binary.BigEndian.PutUint32(flags[:], m.Meta.Flags)
+		flags := c.scratch[:4]
+		binary.BigEndian.PutUint32(flags, m.Meta.Flags)
 		var key []byte
 		switch q.opcode {
 		case opGetK, opGetKQ, opGatK, opGatKQ:
 			key = m.Key
 		}
-		c.packet(q, stOK, m.Meta.Version, flags[:], key, m.Out[:m.N])
+		c.packet(q, stOK, m.Meta.Version, flags, key, m.Out[:m.N])
 	case kindStore, kindTouch:
 		m := c.pool[q.first]
 		if m.Status != kv.StatusOK {
@@ -288,9 +288,9 @@ func (c *conn) answerBinary(q *request) {
 			return
 		}
 		if !q.noreply {
-			var v [8]byte
-			binary.BigEndian.PutUint64(v[:], m.Num)
-			c.packet(q, stOK, m.Meta.Version, nil, nil, v[:])
+			v := c.scratch[:8]
+			binary.BigEndian.PutUint64(v, m.Num)
+			c.packet(q, stOK, m.Meta.Version, nil, nil, v)
 		}
 	case kindFlush:
 		if !q.noreply {
@@ -336,22 +336,29 @@ func (c *conn) fail(q *request, st kv.Status) {
 	case kv.StatusBadKey:
 		status, msg = stInvalid, "Invalid arguments"
 	}
-	c.packet(q, status, 0, nil, nil, []byte(msg))
+	c.head(q, status, 0, nil, nil, len(msg))
+	c.w.WriteString(msg)
 }
 
 // packet writes one response.
 func (c *conn) packet(q *request, status byte, cas uint64, extras, key, value []byte) {
-	var h [headerLen]byte
+	c.head(q, status, cas, extras, key, len(value))
+	c.w.Write(value)
+}
+
+// head writes a response's header, extras and key; its value of vlen
+// bytes follows.
+func (c *conn) head(q *request, status byte, cas uint64, extras, key []byte, vlen int) {
+	h := &c.hdr
 	be := binary.BigEndian
 	h[0], h[1] = binaryResp, q.opcode
 	be.PutUint16(h[2:], uint16(len(key)))
 	h[4] = byte(len(extras))
 	be.PutUint16(h[6:], uint16(status))
-	be.PutUint32(h[8:], uint32(len(extras)+len(key)+len(value)))
+	be.PutUint32(h[8:], uint32(len(extras)+len(key)+vlen))
 	be.PutUint32(h[12:], q.opaque)
 	be.PutUint64(h[16:], cas)
 	c.w.Write(h[:])
 	c.w.Write(extras)
 	c.w.Write(key)
-	c.w.Write(value)
 }

@@ -3,6 +3,7 @@ package memcache
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"time"
@@ -17,10 +18,18 @@ import (
 // Commands of one partition run in request order, so a connection sees its
 // own writes; commands of different partitions touch different keys.
 type conn struct {
-	d  *Door
-	nc net.Conn
-	r  *bufio.Reader
-	w  *bufio.Writer
+	d    *Door
+	nc   net.Conn
+	sock io.ReadWriter // nc, or its raw reads and writes (rawio.go)
+	r    *bufio.Reader
+	w    *bufio.Writer
+	// Deadlines cost a runtime timer update each, more than a command
+	// (deadline.go): set only when a read waits within a round, and the
+	// write deadline renewed coarsely.
+	midRound  bool      // the round's first byte arrived: reads are bounded
+	readArmed bool      // a read deadline is set
+	armedIn   bool      // it was set in this round
+	writeAt   time.Time // when the write deadline was last set
 
 	pool  []*Cmd // reused between rounds; the round's are pool[:used]
 	used  int
@@ -29,6 +38,10 @@ type conn struct {
 	bs    []Batch
 	g     *Group
 	toks  [][]byte // ascii tokenizer's output, reused
+	// scratch holds numbers and binary headers on their way into r or w:
+	// a local array would escape (bufio hands slices to interfaces).
+	scratch [24]byte
+	hdr     [headerLen]byte // a binary answer's header (extras may be in scratch)
 
 	authed bool // binary SASL done, or no token needed
 	quit   bool // close after this round's answers
@@ -73,9 +86,15 @@ func newConn(d *Door, nc net.Conn) *conn {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	return &conn{d: d, nc: nc, r: bufio.NewReaderSize(nc, bufSize), w: bufio.NewWriterSize(nc, bufSize),
+	c := &conn{d: d, nc: nc, sock: nc,
 		parts: make([][]*Cmd, d.be.Partitions()), bs: make([]Batch, d.be.Partitions()), g: newGroup(),
 		authed: d.cfg.AuthToken == ""}
+	if r := newRawIO(nc); r != nil {
+		c.sock = r
+	}
+	c.r = bufio.NewReaderSize(boundedReader{c}, bufSize)
+	c.w = bufio.NewWriterSize(c.sock, bufSize)
+	return c
 }
 
 func (c *conn) serve() {
@@ -110,14 +129,14 @@ func (c *conn) round() error {
 	c.used, c.reqs = 0, c.reqs[:0]
 	// Idle: wait for a first byte without a deadline (memcached clients
 	// keep connections open; Close ends the wait). Then the rest of the
-	// round must come within ReadTimeout.
+	// round must come within ReadTimeout (boundedReader).
+	c.midRound, c.armedIn = false, false
 	if c.r.Buffered() == 0 {
-		c.nc.SetReadDeadline(time.Time{})
 		if _, err := c.r.Peek(1); err != nil {
 			return err
 		}
 	}
-	c.nc.SetReadDeadline(time.Now().Add(c.d.cfg.ReadTimeout))
+	c.midRound = true
 	var perr error
 	for {
 		b, err := c.r.Peek(1)
@@ -140,7 +159,7 @@ func (c *conn) round() error {
 	if err := c.run(); err != nil {
 		return err
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.d.cfg.WriteTimeout))
+	c.armWrite()
 	for i := range c.reqs {
 		if c.reqs[i].binary {
 			c.answerBinary(&c.reqs[i])
