@@ -31,7 +31,7 @@ type serverOpts struct {
 	Memory     int64  `json:"memory"`
 	MaxValue   int    `json:"max_value"`
 	Slots      int    `json:"slots"`
-	Procs      int    `json:"procs"` // GOMAXPROCS of the server process
+	Procs      int    `json:"procs"` // GOMAXPROCS of the server process (machineProcs: the machine's)
 	// SpinIdle is how long an idle partition keeps polling before it
 	// blocks on its doorbell (0: the server's default).
 	SpinIdle time.Duration `json:"spin_idle"`
@@ -45,6 +45,10 @@ type serverOpts struct {
 	// on a free loopback port (serverProc.DoorAddr).
 	Memcached bool `json:"memcached"`
 }
+
+// machineProcs as serverOpts.Procs leaves the server at the machine's
+// GOMAXPROCS, as `jakiro server` runs.
+const machineProcs = -1
 
 func (o serverOpts) withDefaults() serverOpts {
 	if o.Memory == 0 {
@@ -90,8 +94,12 @@ func (o serverOpts) String() string {
 	if o.IdlePoll {
 		idle = "poll"
 	}
-	return fmt.Sprintf("partitions=%d slots=%d memory=%dMiB max_value=%d server_gomaxprocs=%d spin_idle=%s idle=%s",
-		o.Partitions, o.Slots, o.Memory>>20, o.MaxValue, o.Procs, spin, idle)
+	procs := strconv.Itoa(o.Procs)
+	if o.Procs == machineProcs {
+		procs = "machine"
+	}
+	return fmt.Sprintf("partitions=%d slots=%d memory=%dMiB max_value=%d server_gomaxprocs=%s spin_idle=%s idle=%s",
+		o.Partitions, o.Slots, o.Memory>>20, o.MaxValue, procs, spin, idle)
 }
 
 // serveChildIfRequested turns this process into a Jakiro server when it

@@ -25,14 +25,15 @@ func runDoor(e *env) error {
 		last *ycsb.Result
 	}
 	pts := map[string]*point{}
-	// The door's server gets one P per partition, as memcached gets one
-	// worker thread per partition: with no RFP client its partitions
-	// sleep (no P busy-polls, as serverOpts' default assumes), and a
-	// spare P only makes the netpoller wake a second thread for
-	// connections that one would serve.
-	sys := func(parts int) [2]system {
-		return [2]system{
-			{name: fmt.Sprintf("jakiro-door-p%d", parts), db: "memcached", door: true, srv: serverOpts{Partitions: parts, Procs: parts}},
+	// The door's server as a user starts it (the machine's GOMAXPROCS),
+	// and with one P per partition, as memcached gets one worker thread
+	// per partition: with no RFP client its partitions sleep, and a
+	// spare P makes the netpoller wake a second thread for connections
+	// that one would serve. memcached last: the doors are judged by it.
+	sys := func(parts int) [3]system {
+		return [3]system{
+			{name: fmt.Sprintf("jakiro-door-p%d", parts), db: "memcached", door: true, srv: serverOpts{Partitions: parts, Procs: machineProcs}},
+			{name: fmt.Sprintf("jakiro-door-p%d-gomaxprocs%d", parts, parts), db: "memcached", door: true, srv: serverOpts{Partitions: parts, Procs: parts}},
 			{name: fmt.Sprintf("memcached-t%d", parts), db: "memcached", mcThreads: parts},
 		}
 	}
@@ -56,25 +57,28 @@ func runDoor(e *env) error {
 		"p50_us", "p99_us", "errors", "ops_vs_memcached", "p50_vs_memcached"),
 		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d), batch.size=1", records),
 			fmt.Sprintf("go-ycsb v1.0.1 core workload in this process through jakiro-bench's gomemcache driver (memcached ascii protocol) for both systems; run phase bounded to %v per point; each point the median of %d interleaved repetitions (min, max beside)", runDur, e.reps()),
-			"jakiro-door-pN: a jakiro server process (shm listener, no RFP client) with N partitions, GOMAXPROCS N, and its memcached door on 127.0.0.1",
+			"jakiro-door-pN: a jakiro server process (shm listener, no RFP client) with N partitions and its memcached door on 127.0.0.1, at the machine's GOMAXPROCS (as `jakiro server --partitions N --memcached` runs); jakiro-door-pN-gomaxprocsN: the same at GOMAXPROCS N (one P per partition, as memcached -t N has N workers)",
 			"memcached-tN: memcached -t N -m 512 -U 0 on 127.0.0.1",
 			"latency columns: the last repetition's; *_vs_memcached: the door's median over memcached's at the same threads (p50: the last repetitions')"}}
 	for _, pair := range doorPairs {
 		ss := sys(pair.partitions)
-		door, mc := pts[ss[0].name], pts[ss[1].name]
+		mc := pts[ss[len(ss)-1].name]
 		for i, s := range ss {
 			pt := pts[s.name]
 			sp := spreadOf(pt.ops)
 			vsOps, vsP50 := "", ""
-			if i == 0 {
+			if i < len(ss)-1 {
 				vsOps = fmt.Sprintf("%.2f", sp.Med/spreadOf(mc.ops).Med)
-				vsP50 = fmt.Sprintf("%.2f", float64(door.last.Total.ValueAtQuantile(50))/float64(mc.last.Total.ValueAtQuantile(50)))
+				vsP50 = fmt.Sprintf("%.2f", float64(pt.last.Total.ValueAtQuantile(50))/float64(mc.last.Total.ValueAtQuantile(50)))
 			}
 			t.add(append(append([]any{s.name, pair.partitions, pair.threads, sp.N}, sp.vals()...), float64(pt.last.Total.ValueAtQuantile(50))/1e3,
 				float64(pt.last.Total.ValueAtQuantile(99))/1e3, pt.last.Errors, vsOps, vsP50)...)
 		}
-		e.logf("  %d partitions/threads, %d load threads: door %.0f ops/s = %.2fx memcached", pair.partitions, pair.threads,
-			spreadOf(door.ops).Med, spreadOf(door.ops).Med/spreadOf(mc.ops).Med)
+		for _, s := range ss[:len(ss)-1] {
+			door := spreadOf(pts[s.name].ops).Med
+			e.logf("  %d partitions/threads, %d load threads: %s %.0f ops/s = %.2fx memcached", pair.partitions, pair.threads,
+				s.name, door, door/spreadOf(mc.ops).Med)
+		}
 	}
 	return e.done(t)
 }
