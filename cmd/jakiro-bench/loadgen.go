@@ -191,7 +191,7 @@ func runLoad(ctx context.Context, s loadSpec, ks *keySet) (loadResult, error) {
 		if !s.Shared {
 			c = clients[i]
 		}
-		w := &loadWorker{c: c, s: &s, ks: ks, phase: &phase, interval: interval, lat: hdr.New(1, int64(10*time.Second), 3)}
+		w := &loadWorker{c: c, s: &s, ks: ks, phase: &phase, interval: interval}
 		ws[i] = w
 		wg.Add(1)
 		go func(seed int64) {
@@ -257,13 +257,18 @@ func dialLoadClients(ctx context.Context, s loadSpec) ([]*client.Client, error) 
 // mergeLoad sums the workers' measurements.
 // With shared, every worker saw the one client's counters: they count once.
 func mergeLoad(ws []*loadWorker, elapsed time.Duration, shared bool) (loadResult, error) {
-	res := loadResult{Elapsed: elapsed, Lat: hdr.New(1, int64(10*time.Second), 3)}
+	res := loadResult{Elapsed: elapsed, Lat: newLatency()}
 	var firstErr error
 	for _, w := range ws {
 		res.Ops += w.ops
 		res.Misses += w.misses
 		res.Errors += w.errs
-		res.Lat.Merge(w.lat)
+		if w.lat != nil {
+			res.Lat.Merge(w.lat)
+		}
+		for _, d := range w.samples {
+			res.Lat.RecordValue(d)
+		}
 		if !shared || w == ws[0] {
 			res.Counters = res.Counters.Add(w.after.Sub(w.before))
 		}

@@ -30,9 +30,14 @@ type loadWorker struct {
 	interval time.Duration
 
 	ops, misses, errs int64
-	lat               *hdr.Histogram
-	before, after     client.Counters
-	err               error
+	// lat holds every operation's latency when all are timed (sample 1);
+	// sampled ones go to samples instead: a histogram is 200 KB, and a
+	// thousand of them, zeroed as measuring starts and hit at random
+	// places, would cost the load generator its cache.
+	lat           *hdr.Histogram
+	samples       []int64
+	before, after client.Counters
+	err           error
 
 	r    *rand.Rand // for the zipfian generator only
 	zipf *generator.ScrambledZipfian
@@ -52,6 +57,9 @@ const (
 	latencySample = 16
 )
 
+// newLatency is a histogram of latencies up to 10 s, 3 significant digits.
+func newLatency() *hdr.Histogram { return hdr.New(1, int64(10*time.Second), 3) }
+
 // rnd is the next xorshift64* number.
 func (w *loadWorker) rnd() uint64 {
 	w.x ^= w.x >> 12
@@ -68,6 +76,9 @@ func (w *loadWorker) run(ctx context.Context, seed int64) {
 	w.sample = 1
 	if w.s.Clients > sampleAbove && w.s.Window == 1 && w.interval == 0 {
 		w.sample = latencySample
+		w.samples = make([]int64, 0, 1024)
+	} else {
+		w.lat = newLatency()
 	}
 	if w.s.Zipf > 0 {
 		w.r = rand.New(rand.NewSource(seed))
@@ -80,7 +91,10 @@ func (w *loadWorker) run(ctx context.Context, seed int64) {
 			measured = true
 			w.before = w.c.Counters()
 			w.ops, w.misses, w.errs = 0, 0, 0
-			w.lat.Reset()
+			if w.lat != nil {
+				w.lat.Reset()
+			}
+			w.samples = w.samples[:0]
 		}
 		var t0 time.Time
 		if w.n++; w.n%w.sample == 0 {
@@ -121,7 +135,11 @@ func (w *loadWorker) one(ctx context.Context, t0 time.Time) bool {
 		err = w.c.Put(ctx, w.ks.keys[k], w.ks.value[:w.ks.sizes[k]], 0)
 	}
 	if !t0.IsZero() {
-		w.lat.RecordValue(int64(time.Since(t0)))
+		if d := int64(time.Since(t0)); w.lat != nil {
+			w.lat.RecordValue(d)
+		} else {
+			w.samples = append(w.samples, d)
+		}
 	}
 	w.ops++
 	switch {
