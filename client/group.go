@@ -126,7 +126,6 @@ func (g *pollGroup) await(ctx context.Context, w *waiter) error {
 // drive runs the group, holding the role, until w's calls are done or
 // ctx ends.
 func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
-	const every = goschedNS
 	var unyielded int
 	var gosched, ctxAt, osYield int64
 	for {
@@ -135,7 +134,7 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 			return nil
 		}
 		if gosched == 0 {
-			gosched, ctxAt, osYield = now+every, now+ctxNS, now+osYieldNS
+			gosched, ctxAt, osYield = now+goschedNS, now+ctxNS, now+osYieldNS
 		}
 		if rang {
 			// The partition we woke may wait for this very core (the
@@ -148,7 +147,7 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 		// within the yield interval, so several wake-ups share one yield.
 		if unyielded > 0 && hungry || now >= gosched {
 			unyielded = 0
-			gosched = now + every
+			gosched = now + goschedNS
 			runtime.Gosched()
 			if clock()-now > yieldedNS {
 				// Others ran meanwhile: a retry's lateness after a miss

@@ -167,31 +167,30 @@ func mixedRounds(t *testing.T, h *harness, rounds, maxValue int, seed uint64) {
 // READs split at the ring's end), and every value comes back whole.
 func TestEngineRingsWrap(t *testing.T) {
 	// Ring sizes of powers of two (offsets by mask) and not (by division).
-	for i, m := range []Mode{ModeRFP, ModeReply, ModeHybrid, ModeRFP, ModeReply, ModeHybrid} {
-		reqRing, respRing := MinRing, 2*MinRing
-		if i >= 3 {
-			reqRing, respRing = 3*MinRing, 5*MinRing
+	for _, rings := range [][2]int{{MinRing, 2 * MinRing}, {3 * MinRing, 5 * MinRing}} {
+		for _, m := range []Mode{ModeRFP, ModeReply, ModeHybrid} {
+			reqRing, respRing := rings[0], rings[1]
+			t.Run(fmt.Sprintf("%s/%d-%d", m, reqRing, respRing), func(t *testing.T) {
+				// Small rings: values over the budget come in pieces, and
+				// requests over a quarter of the request ring go in parts.
+				h := newHarnessRings(t, 2, 8, 1500, reqRing, respRing, EngineConfig{Mode: m, FetchDelayNS: -1, HybridR: 2})
+				mixedRounds(t, h, 300, 1500, uint64(m))
+				for p := range h.e.parts {
+					ps := &h.e.parts[p]
+					if laps := ps.wpos / uint64(h.l.ReqRing); laps < 10 {
+						t.Errorf("partition %d: request ring wrapped %d times, want many", p, laps)
+					}
+					if laps := ps.rpos / uint64(h.l.RespRing); laps < 10 {
+						t.Errorf("partition %d: response ring wrapped %d times, want many", p, laps)
+					}
+				}
+				c := h.e.Counters()
+				if m == ModeReply && c.Reads != 0 {
+					t.Errorf("reply mode: %d READs", c.Reads)
+				}
+				t.Logf("%+v", c)
+			})
 		}
-		t.Run(fmt.Sprintf("%s/%d-%d", m, reqRing, respRing), func(t *testing.T) {
-			// Small rings: values over the budget come in pieces, and
-			// requests over a quarter of the request ring go in parts.
-			h := newHarnessRings(t, 2, 8, 1500, reqRing, respRing, EngineConfig{Mode: m, FetchDelayNS: -1, HybridR: 2})
-			mixedRounds(t, h, 300, 1500, uint64(m))
-			for p := range h.e.parts {
-				ps := &h.e.parts[p]
-				if laps := ps.wpos / uint64(h.l.ReqRing); laps < 10 {
-					t.Errorf("partition %d: request ring wrapped %d times, want many", p, laps)
-				}
-				if laps := ps.rpos / uint64(h.l.RespRing); laps < 10 {
-					t.Errorf("partition %d: response ring wrapped %d times, want many", p, laps)
-				}
-			}
-			c := h.e.Counters()
-			if m == ModeReply && c.Reads != 0 {
-				t.Errorf("reply mode: %d READs", c.Reads)
-			}
-			t.Logf("%+v", c)
-		})
 	}
 	// Default rings, values inline (up to the budget).
 	h := newHarness(t, 3, 8, 4000, adaptive(ModeRFP))
