@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,18 +225,33 @@ func hostileServer(t *testing.T, extra ...string) (*jakiroProc, int64, *client.C
 	return srv, rss(t, srv.pid()), c
 }
 
+// honestRates is what the honest client did beside an attack: its
+// median rates alone and under attack, and the median of each pair's
+// ratio (attacked over the alone run just before it).
+type honestRates struct{ alone, attacked, ratio float64 }
+
 // attackRates measures the honest client's rate alone, then under the
-// attack, alternating, twice each: a loaded machine's drift hits both.
-func attackRates(t *testing.T, c *client.Client, start, stop func()) (alone, attacked float64) {
+// attack, alternating, six times each, and takes medians: on a 2-core
+// machine one window of a tcp client beside two spinning processes
+// varies by ±40%, and a loaded machine's drift hits both sides of a pair.
+func attackRates(t *testing.T, c *client.Client, start, stop func()) honestRates {
 	t.Helper()
-	const d = 700 * time.Millisecond
-	for range 2 {
-		alone += honestRate(t, c, d) / 2
+	const pairs, d = 6, 400 * time.Millisecond
+	var alone, attacked, ratio []float64
+	for range pairs {
+		a := honestRate(t, c, d)
 		start()
-		attacked += honestRate(t, c, d) / 2
+		b := honestRate(t, c, d)
 		stop()
+		alone, attacked, ratio = append(alone, a), append(attacked, b), append(ratio, b/a)
 	}
-	return alone, attacked
+	return honestRates{median(alone), median(attacked), median(ratio)}
+}
+
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	return (xs[(n-1)/2] + xs[n/2]) / 2
 }
 
 // Ten connections that each ask for 256 whole-grant READs and read none
@@ -247,7 +263,7 @@ func TestHostileReadAmplification(t *testing.T) {
 	const conns = 10
 	var peak int64
 	var attacker *exec.Cmd
-	alone, attacked := attackRates(t, c, func() {
+	r := attackRates(t, c, func() {
 		attacker = startAttack(t, "amplify", srv.Addr, conns)
 		time.Sleep(100 * time.Millisecond)
 		peak = max(peak, rss(t, srv.pid()))
@@ -257,8 +273,8 @@ func TestHostileReadAmplification(t *testing.T) {
 		attacker.Wait()
 	})
 	limit := 2*idle + conns*64<<20
-	t.Logf("server RSS idle %.1f MiB, under attack at most %.1f MiB (limit %.1f MiB); honest client %.0f ops/s alone, %.0f under attack (%.2fx)",
-		mib(idle), mib(peak), mib(limit), alone, attacked, attacked/alone)
+	t.Logf("server RSS idle %.1f MiB, under attack at most %.1f MiB (limit %.1f MiB); honest client %.0f ops/s alone, %.0f under attack (median of pairs %.2fx)",
+		mib(idle), mib(peak), mib(limit), r.alone, r.attacked, r.ratio)
 	if peak > limit {
 		t.Errorf("server RSS %.1f MiB under attack, over %.1f MiB", mib(peak), mib(limit))
 	}
@@ -266,7 +282,7 @@ func TestHostileReadAmplification(t *testing.T) {
 	if peak > idle+64<<20 {
 		t.Errorf("server RSS grew by %.1f MiB: READ answers are copied", mib(peak-idle))
 	}
-	checkHonest(t, alone, attacked)
+	checkHonest(t, r, 0.5)
 }
 
 // Peers that ask for whole-grant READs and reset their connection at
@@ -281,7 +297,7 @@ func TestHostileVanish(t *testing.T) {
 	const loops = 8
 	var peak int64
 	var attacker *exec.Cmd
-	alone, attacked := attackRates(t, c, func() {
+	r := attackRates(t, c, func() {
 		attacker = startAttack(t, "vanish", srv.Addr, loops)
 	}, func() {
 		// A new client is admitted while the attack goes on.
@@ -299,24 +315,20 @@ func TestHostileVanish(t *testing.T) {
 		attacker.Process.Kill()
 		attacker.Wait()
 	})
-	t.Logf("server RSS idle %.1f MiB, at most %.1f MiB under attack; %d fds after; honest client %.0f ops/s alone, %.0f under attack (%.2fx)",
-		mib(idle), mib(peak), openFDCount(t, srv.pid()), alone, attacked, attacked/alone)
+	t.Logf("server RSS idle %.1f MiB, at most %.1f MiB under attack; %d fds after; honest client %.0f ops/s alone, %.0f under attack (median of pairs %.2fx)",
+		mib(idle), mib(peak), openFDCount(t, srv.pid()), r.alone, r.attacked, r.ratio)
 	if peak > 2*idle+64<<20 {
 		t.Errorf("server RSS %.1f MiB under attack (idle %.1f MiB)", mib(peak), mib(idle))
 	}
 	// The bar is 0.8x. A peer's connection costs the server a whole
-	// handshake (~330 µs of CPU: accept, socket options, hello, grant
+	// handshake (~250-330 µs of CPU: accept, socket options, hello, grant
 	// mmap, welcome, teardown), so the loop unpaced (~650 a second) took
 	// 0.2 of this 2-core machine's cores and left the honest client
 	// 0.55-0.67x (the same loop without READs 0.57x: it is the churn, not
 	// the READs); fabric/tcp now paces a source whose connections end
-	// young to 50 handshakes a second, and the honest client keeps
-	// 0.71-1.19x (median 0.89x over 12 runs; 3 of them under 0.8x, with
-	// the machine loaded by others). 0.7x leaves room for that load and
-	// still catches the unpaced loop.
-	if attacked < alone*0.7 {
-		t.Errorf("honest client: %.0f ops/s under attack, %.0f alone (%.2fx)", attacked, alone, attacked/alone)
-	}
+	// young to 50 handshakes a second. The assertion leaves room for a
+	// machine loaded by other tests and still catches the unpaced loop.
+	checkHonest(t, r, 0.7)
 	if !waitFor(3*time.Second, func() bool { return statsOf(t, c).Clients == 1 }) {
 		t.Errorf("%d clients counted 3 s after the attack, want 1", statsOf(t, c).Clients)
 	}
@@ -338,13 +350,14 @@ func TestHostileSIGTERM(t *testing.T) {
 	}
 }
 
-// checkHonest fails the test when the attack took more than half the
-// honest client's rate. The bar is 0.8x; half leaves room for a loaded
-// 2-core machine, and the log has the ratio.
-func checkHonest(t *testing.T, alone, attacked float64) {
+// checkHonest fails the test when the honest client kept less than
+// min of its rate beside the attack (median of pairs). The bar is 0.8x;
+// min leaves room for a 2-core machine loaded by other tests, and the
+// log has the ratio.
+func checkHonest(t *testing.T, r honestRates, min float64) {
 	t.Helper()
-	if attacked < alone/2 {
-		t.Errorf("honest client: %.0f ops/s under attack, %.0f alone (%.2fx)", attacked, alone, attacked/alone)
+	if r.ratio < min {
+		t.Errorf("honest client: %.0f ops/s under attack, %.0f alone (median of pairs %.2fx, want at least %.1fx)", r.attacked, r.alone, r.ratio, min)
 	}
 }
 
