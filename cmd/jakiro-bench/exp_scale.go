@@ -131,7 +131,7 @@ func runCallers(e *env) error {
 		Settings: e.settings(o, "workload: 100% GET, uniform, 32 B values, client mode "+e.ClientMode.String()+"; one load process at GOMAXPROCS 1 or 2",
 			"shape: batch8 = one goroutine running batches of 8; own = each caller its own client.Client (connection); shared = every caller one client.Client",
 			"client_us_per_op: the load process's CPU (getrusage) over the measured time per operation; server_us_per_op: the server process's (/proc/PID/stat); a process that spins at 100% of a core shows 1/throughput there",
-			fmt.Sprintf("latency: every operation timed up to %d callers, one in %d above (a thousand histograms would cost the load generator its cache)", sampleAbove, latencySample),
+			fmt.Sprintf("latency: every operation timed up to %d callers, one in %d above (their histograms would cost the load generator its cache; batches are timed once each)", sampleAbove, latencySample),
 			fmt.Sprintf("each point: median of %d interleaved repetitions", e.reps()))}
 	runs := map[string]shapeRuns{}
 	key := func(p point, g int) string { return fmt.Sprintf("%s/%d/%d/%d", p.name, p.callers, p.win, g) }
