@@ -174,8 +174,9 @@ func runServer(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	var reg *prometheus.Registry
 	if addr := c.String("metrics"); addr != "" {
-		reg := prometheus.NewRegistry()
+		reg = prometheus.NewRegistry()
 		reg.MustRegister(srv.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -203,6 +204,9 @@ func runServer(c *cli.Context) error {
 		if err != nil {
 			srv.Close()
 			return cli.Exit(err, exitError)
+		}
+		if reg != nil {
+			reg.MustRegister(door.Collector())
 		}
 		go door.Serve(ctx)
 		logger.Printf("jakiro: memcached protocol on %s", door.Addr())
