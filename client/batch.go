@@ -31,6 +31,11 @@ type batchOp struct {
 	ttl   uint32
 	c     call
 	err   error
+	// refused: an argument the batch refuses without sending
+	// (batch_commands.go); req: a command's arguments and value, its
+	// memory kept across Reset.
+	refused error
+	req     []byte
 }
 
 // Reset empties the batch, keeping its memory.
@@ -43,7 +48,7 @@ func (b *Batch) add(op rfp.Op, key, value []byte, ttl uint32) int {
 	if len(b.ops) < cap(b.ops) {
 		b.ops = b.ops[:len(b.ops)+1]
 		o := &b.ops[len(b.ops)-1]
-		o.op, o.key, o.value, o.ttl, o.err = op, key, value, ttl, nil
+		o.op, o.key, o.value, o.ttl, o.err, o.refused = op, key, value, ttl, nil, nil
 		o.c.state.Store(callQueued)
 	} else {
 		b.ops = append(b.ops, batchOp{op: op, key: key, value: value, ttl: ttl})
@@ -65,12 +70,18 @@ func (b *Batch) Delete(key []byte) int { return b.add(rfp.OpDelete, key, nil, 0)
 // Result is operation i's outcome after Run: the value (for a GET; valid
 // until the batch is reused) and its error.
 func (b *Batch) Result(i int) ([]byte, error) {
-	o := &b.ops[i]
+	o := b.opAt(i)
+	return o.c.val, o.err
+}
+
+// opAt is operation i where its outcome is: in its server's part after a
+// split Run.
+func (b *Batch) opAt(i int) *batchOp {
 	if b.split {
 		r := b.at[i]
-		o = &b.parts[r.part].ops[r.idx]
+		return &b.parts[r.part].ops[r.idx]
 	}
-	return o.c.val, o.err
+	return &b.ops[i]
 }
 
 // settle gives every operation an outcome after its server failed with
@@ -95,7 +106,7 @@ func (b *Batch) detach() {
 	ops := make([]batchOp, len(b.ops), cap(b.ops))
 	for i := range b.ops {
 		o := &b.ops[i]
-		ops[i].p, ops[i].op, ops[i].key, ops[i].value, ops[i].ttl, ops[i].err = o.p, o.op, o.key, o.value, o.ttl, o.err
+		ops[i].p, ops[i].op, ops[i].key, ops[i].value, ops[i].ttl, ops[i].err, ops[i].refused = o.p, o.op, o.key, o.value, o.ttl, o.err, o.refused
 		if o.c.state.Load() == callDone {
 			ops[i].c.st, ops[i].c.err, ops[i].c.val = o.c.st, o.c.err, append([]byte(nil), o.c.val...)
 			ops[i].c.state.Store(callDone)

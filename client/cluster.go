@@ -155,6 +155,7 @@ func (c *Client) runSplit(ctx context.Context, b *Batch) error {
 		o := &b.ops[i]
 		s := c.route.pick(o.key)
 		j := b.parts[s].add(o.op, o.key, o.value, o.ttl)
+		b.parts[s].ops[j].refused = o.refused
 		b.at = append(b.at, opRef{part: int32(s), idx: int32(j)})
 	}
 	b.split = true

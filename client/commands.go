@@ -50,6 +50,11 @@ func (c *Client) item(ctx context.Context, op rfp.Op, key []byte, ttl uint32) (I
 	if err != nil {
 		return Item{}, err
 	}
+	return parseItem(op, v)
+}
+
+// parseItem reads the answer of OpGets, OpGat or OpTouch.
+func parseItem(op rfp.Op, v []byte) (Item, error) {
 	ver, flags, val, ok := rfp.ParseMeta(v)
 	if !ok {
 		return Item{}, fmt.Errorf("%w: %v answer of %d bytes", ErrBadResponse, op, len(v))

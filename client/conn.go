@@ -441,7 +441,7 @@ func (c *conn) run(ctx context.Context, b *Batch) error {
 	n := 0
 	for i := range b.ops {
 		o := &b.ops[i]
-		if o.err = c.check(o.key, o.value); o.err == nil {
+		if o.err = cmp.Or(o.refused, c.check(o.key, o.value)); o.err == nil {
 			n++
 		}
 	}
