@@ -101,11 +101,7 @@ func (b *Batch) ResultVersion(i int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ver, ok := rfp.ParseVersion(v)
-	if !ok {
-		return 0, fmt.Errorf("%w: store answer of %d bytes", ErrBadResponse, len(v))
-	}
-	return ver, nil
+	return parseVersion(v)
 }
 
 // ResultCount is a counter's outcome: the number after it.
@@ -114,11 +110,7 @@ func (b *Batch) ResultCount(i int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, _, ok := rfp.ParseIncrResult(v)
-	if !ok {
-		return 0, fmt.Errorf("%w: counter answer of %d bytes", ErrBadResponse, len(v))
-	}
-	return n, nil
+	return parseCount(v)
 }
 
 // ResultItem is the outcome of GetItem, GetAndTouch or Touch (which brings

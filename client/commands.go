@@ -120,6 +120,11 @@ func (c *Client) store(ctx context.Context, key, value []byte, ttl uint32, a rfp
 	if err != nil {
 		return 0, err
 	}
+	return parseVersion(v)
+}
+
+// parseVersion reads a store command's answer: the item's new version.
+func parseVersion(v []byte) (uint64, error) {
 	ver, ok := rfp.ParseVersion(v)
 	if !ok {
 		return 0, fmt.Errorf("%w: store answer of %d bytes", ErrBadResponse, len(v))
@@ -162,6 +167,11 @@ func (c *Client) Counter(ctx context.Context, key []byte, a CounterArgs) (uint64
 	if err != nil {
 		return 0, err
 	}
+	return parseCount(v)
+}
+
+// parseCount reads a counter's answer: the number after it.
+func parseCount(v []byte) (uint64, error) {
 	n, _, ok := rfp.ParseIncrResult(v)
 	if !ok {
 		return 0, fmt.Errorf("%w: counter answer of %d bytes", ErrBadResponse, len(v))
