@@ -270,3 +270,37 @@ func TestEngineRefusesOverMax(t *testing.T) {
 		t.Fatalf("GET of MaxValue: %v %d B", r.st, len(r.val))
 	}
 }
+
+// A response longer than the fetch that ends at the ring's end, with the
+// fetch stopping within its last 16 bytes: the second READ brings the
+// record's rest from there (not from the next lap, where a record could
+// not start in so few bytes), and the value comes back.
+func TestEngineShortRecordAtRingEnd(t *testing.T) {
+	const rfs = 48 // RFSFor(32): a 40-byte value's record (56 bytes) is 8 longer
+	h := newHarnessRings(t, 1, 8, 1000, 0, MinRing, EngineConfig{Mode: ModeRFP, RFS: rfs, FetchDelayNS: -1})
+	if RFSFor(32) != rfs {
+		t.Fatalf("RFSFor(32) = %d", RFSFor(32))
+	}
+	h.do(0, OpPut, []byte("eight"), []byte("8 bytes!"))
+	h.do(0, OpPut, []byte("forty"), bytes.Repeat([]byte("40"), 20))
+	ring := uint64(h.l.RespRing)
+	at := ring - uint64(RFSFor(40)) // where the 56-byte record ends at the ring's end
+	for ps := &h.e.parts[0]; ps.rpos%ring != at; {
+		if (at-ps.rpos%ring)%16 == 8 {
+			h.do(0, OpGet, []byte("eight"), nil) // a 24-byte response
+		} else {
+			h.do(0, OpPut, []byte("k"), nil) // a 16-byte response
+		}
+	}
+	before := h.e.Counters()
+	r := h.do(0, OpGet, []byte("forty"), nil)
+	if r.st != StatusOK || !bytes.Equal(r.val, bytes.Repeat([]byte("40"), 20)) {
+		t.Fatalf("GET: %v %q", r.st, r.val)
+	}
+	if d := h.e.Counters().Sub(before); d.Reads != 2 || d.Torn != 0 {
+		t.Fatalf("counters %+v: want the fetch and one READ of the last 8 bytes", d)
+	}
+	if got := h.e.parts[0].rpos % ring; got != 0 {
+		t.Fatalf("response ring at %d after the record, want its start", got)
+	}
+}

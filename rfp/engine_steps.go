@@ -75,8 +75,10 @@ func (e *Engine) fetch(p int, now int64) {
 	}
 	base := l.RespBase(p)
 	off := ringOff(from, l.RespRing)
-	if rem := l.RespRing - off; rem < respMarkerLen {
-		from, off = lapEnd(from, l.RespRing), 0 // no record fits there: the server skipped it
+	if rem := l.RespRing - off; rem < respMarkerLen && from == ps.rpos {
+		// No record fits there: the server skipped it. (The rest of a
+		// short record may start there: records end at the ring's end.)
+		from, off = lapEnd(from, l.RespRing), 0
 	}
 	n1 := min(want, l.RespRing-off)
 	e.read(p, base+off, n1)
@@ -213,7 +215,12 @@ func (e *Engine) take(p int, now int64, end uint64) int {
 			took++
 			continue
 		case SlotShort:
-			if !h.reply {
+			if need > rem {
+				// Records never cross the ring's end: this length is
+				// not the server's (yet); read the record again whole.
+				e.stats.Torn++
+				h.due = now
+			} else if !h.reply {
 				ps.shortNeed, ps.fetchFrom = need, pos+uint64(avail)
 			}
 		case SlotTorn:
