@@ -192,6 +192,14 @@ func TestEngineRingsWrap(t *testing.T) {
 			})
 		}
 	}
+	// Small fixed fetches: most responses are short and need a second
+	// READ, some of it in a ring's last bytes.
+	for _, rfs := range []int{MinRFS, 24, 40, 48, 64} {
+		t.Run(fmt.Sprintf("rfs%d", rfs), func(t *testing.T) {
+			h := newHarnessRings(t, 2, 8, 1500, 0, MinRing, EngineConfig{Mode: ModeRFP, RFS: rfs, FetchDelayNS: -1})
+			mixedRounds(t, h, 300, 1500, uint64(rfs))
+		})
+	}
 	// Default rings, values inline (up to the budget).
 	h := newHarness(t, 3, 8, 4000, adaptive(ModeRFP))
 	mixedRounds(t, h, 400, h.l.CallBudget(), 9)
