@@ -345,7 +345,10 @@ func (e *Engine) sendParts(now int64, p int) {
 		if !ps.reqRoom(l, maxRec) || !ps.respRoom(l, respMarkerLen, e.pieceResv) || ps.qn == len(ps.q) {
 			return
 		}
-		n := maxRec - reqHeader - sumSize - recAlign
+		// A part as long as a record holds, or the rest of the value
+		// when only the key keeps it from going with the join (which
+		// then carries the key alone).
+		n := min(maxRec-reqHeader-sumSize-recAlign, left)
 		e.put(now, p, rec{kind: recPart, call: ps.long},
 			ReqHeader{Op: ps.longOp, Flags: FlagPart, Total: total}, nil, ps.longVal[ps.longSent:ps.longSent+n])
 		ps.longSent += n

@@ -312,3 +312,26 @@ func TestEngineShortRecordAtRingEnd(t *testing.T) {
 		t.Fatalf("response ring at %d after the record, want its start", got)
 	}
 }
+
+// Every value length around one and two request records, with keys of
+// several lengths: the value goes in parts where it must (the key counts
+// against the join's record), and comes back whole.
+func TestEngineLongValueEveryLength(t *testing.T) {
+	h := newHarnessRings(t, 1, 8, 1500, MinRing, MinRing, EngineConfig{Mode: ModeRFP, FetchDelayNS: -1})
+	maxRec := h.e.maxReqRec
+	val := make([]byte, 2*maxRec+16)
+	for i := range val {
+		val[i] = byte(i * 7)
+	}
+	for _, klen := range []int{1, 10, 100, MaxKeyLen} {
+		key := bytes.Repeat([]byte{'k'}, klen)
+		for n := maxRec - klen - 64; n <= min(len(val), h.l.MaxValue); n++ {
+			if r := h.do(0, OpPut, key, val[:n]); r.st != StatusOK {
+				t.Fatalf("key %d B, value %d B: PUT %v", klen, n, r.st)
+			}
+			if r := h.do(0, OpGet, key, nil); r.st != StatusOK || !bytes.Equal(r.val, val[:n]) {
+				t.Fatalf("key %d B, value %d B: GET %v, %d B", klen, n, r.st, len(r.val))
+			}
+		}
+	}
+}
