@@ -11,6 +11,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/jakiro-kv/jakiro/fabric"
 )
 
@@ -129,4 +131,43 @@ func benchEcho(b *testing.B, fab string) float64 {
 	rate := float64(b.N) / time.Since(start).Seconds() / 1e6
 	b.ReportMetric(rate, "Mrt/s")
 	return rate
+}
+
+// BenchmarkEchoLatency: one request at a time through the echo target,
+// its answer READ again at once until it is there: the floor under
+// BenchmarkLatency's rfp p50 on this fabric and machine (two cores'
+// cache lines crossing twice, nothing of Jakiro).
+func BenchmarkEchoLatency(b *testing.B) {
+	for _, fab := range e2eFabrics() {
+		b.Run(fab, func(b *testing.B) {
+			srv := startServer(b, e2eListenTB(b, fab), "JAKIRO_E2E_ROLE_OVERRIDE=echo")
+			conn, remote, local := dialTarget(b, srv.Addr)
+			defer conn.Close()
+			mem := local.Bytes()
+			const respOff = echoSlots * echoSlotSize
+			h := hdrhistogram.New(1, int64(time.Second/time.Nanosecond), 3)
+			ops := make([]fabric.Op, 0, 2)
+			fetch := func() {
+				ops = append(ops, fabric.Op{Kind: fabric.OpRead, ID: 1, Local: local, LocalOff: respOff, Len: echoResp, Remote: remote, RemoteOff: respOff})
+			}
+			b.ResetTimer()
+			for seq := uint32(1); seq <= uint32(b.N); seq++ {
+				t0 := time.Now()
+				binary.LittleEndian.PutUint32(mem, seq)
+				ops = append(ops, fabric.Op{Kind: fabric.OpWrite, Local: local, Len: echoReq, Remote: remote})
+				fetch()
+				got := false
+				pump(b, conn, &ops, func(c fabric.Completion) {
+					if c.ID == 1 {
+						if got = binary.LittleEndian.Uint32(mem[respOff:]) == seq; !got {
+							fetch()
+						}
+					}
+				}, func() bool { return got })
+				h.RecordValue(int64(time.Since(t0)))
+			}
+			b.ReportMetric(float64(h.ValueAtQuantile(50))/1e3, "p50-µs")
+			b.ReportMetric(float64(h.ValueAtQuantile(99))/1e3, "p99-µs")
+		})
+	}
 }
