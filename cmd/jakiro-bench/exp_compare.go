@@ -147,9 +147,10 @@ func compareRun(e *env, name, jakiroNote string, systems []system, threads []int
 	records := min(e.Keys, int(base.GetInt64("recordcount", 100000)))
 	ops := map[string]map[int][]float64{}
 	last := map[string]map[int]compareResult{}
-	cpus := map[string]map[int][]float64{} // the load generator's (client's) CPU µs per op
+	cpus := map[string]map[int][]float64{}    // the load generator's (client's) CPU µs per op
+	srvCPUs := map[string]map[int][]float64{} // the server's
 	for _, s := range systems {
-		ops[s.name], last[s.name], cpus[s.name] = map[int][]float64{}, map[int]compareResult{}, map[int][]float64{}
+		ops[s.name], last[s.name], cpus[s.name], srvCPUs[s.name] = map[int][]float64{}, map[int]compareResult{}, map[int][]float64{}, map[int][]float64{}
 	}
 	for rep := 0; rep < e.reps(); rep++ {
 		for _, s := range systems {
@@ -157,13 +158,14 @@ func compareRun(e *env, name, jakiroNote string, systems []system, threads []int
 				ops[s.name][th] = append(ops[s.name][th], r.OpsPerSec())
 				last[s.name][th] = r
 				cpus[s.name][th] = append(cpus[s.name][th], r.cpuPerOp())
+				srvCPUs[s.name][th] = append(srvCPUs[s.name][th], r.serverPerOp())
 			}); err != nil {
 				return err
 			}
 		}
 	}
 	t := &table{Name: name, Cols: append(append([]string{"system", "threads", "reps"}, spreadCols("ops_per_sec")...),
-		"p50_us", "p99_us", "errors", "round_trips_per_op", "client_us_per_op", "vs_best_tuned", "vs_redis", "vs_memcached", "vs_noop"),
+		"p50_us", "p99_us", "errors", "round_trips_per_op", "client_us_per_op", "server_us_per_op", "vs_best_tuned", "vs_redis", "vs_memcached", "vs_noop"),
 		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d), batch.size=1", records),
 			fmt.Sprintf("go-ycsb v1.0.1 core workload in this process; run phase bounded to %v per point; each point the median of %d interleaved repetitions (min, max beside)", runDur, e.reps()),
 			systems[0].name + ": " + systems[0].srv.withDefaults().String() + "; jakiro-* tuned: " + tunedSettings(systems),
@@ -171,7 +173,7 @@ func compareRun(e *env, name, jakiroNote string, systems []system, threads []int
 			"redis: redis-server --save '' --appendonly no --io-threads 1 on 127.0.0.1 (go-ycsb's redis driver, its default hash datatype: HSET/HMGET)",
 			fmt.Sprintf("memcached: memcached -t %d -m 512 on 127.0.0.1 (jakiro-bench's gomemcache driver, compact records)", max(1, e.ExtThreads)),
 			"noop: go-ycsb's basic database, silent: the load generator's own ceiling here",
-			"latency columns: the last repetition's; client_us_per_op: this process's CPU (go-ycsb and the driver) per operation, median; vs_* columns: ratios of medians (vs_best_tuned: the best jakiro-* tuned median at the same threads)"}}
+			"latency columns: the last repetition's; client_us_per_op: this process's CPU (go-ycsb and the driver) per operation, median; server_us_per_op: the server process's CPU per operation (every thread, /proc in 10 ms ticks; 0 for noop), median; vs_* columns: ratios of medians (vs_best_tuned: the best jakiro-* tuned median at the same threads)"}}
 	var labels []string
 	for _, th := range threads {
 		labels = append(labels, fmt.Sprintf("%d threads", th))
@@ -197,7 +199,7 @@ func compareRun(e *env, name, jakiroNote string, systems []system, threads []int
 				best = fmt.Sprintf("%.2f", sp.Med/b)
 			}
 			t.add(append(append([]any{s.name, th, sp.N}, sp.vals()...), float64(r.Total.ValueAtQuantile(50))/1e3,
-				float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors, trips, spreadOf(cpus[s.name][th]).Med, best, ratio("redis"), ratio("memcached"), ratio("noop"))...)
+				float64(r.Total.ValueAtQuantile(99))/1e3, r.Errors, trips, spreadOf(cpus[s.name][th]).Med, spreadOf(srvCPUs[s.name][th]).Med, best, ratio("redis"), ratio("memcached"), ratio("noop"))...)
 			sr.addSpread(float64(i), spread{Med: sp.Med / 1e6, Min: sp.Min / 1e6, Max: sp.Max / 1e6, N: sp.N})
 		}
 		ss = append(ss, sr)
@@ -240,6 +242,7 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 	p.Merge(base)
 	p.Set("recordcount", fmt.Sprint(records))
 	stop := func() {}
+	pid := 0 // the server's process, whose CPU time is counted per op
 	switch {
 	case s.door:
 		o := s.srv
@@ -248,14 +251,14 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 		if err != nil {
 			return err
 		}
-		stop = srv.Stop
+		stop, pid = srv.Stop, srv.cmd.Process.Pid
 		p.Set("memcached.addr", srv.DoorAddr)
 	case s.db == "jakiro":
 		srv, err := startServer(s.srv)
 		if err != nil {
 			return err
 		}
-		stop = srv.Stop
+		stop, pid = srv.Stop, srv.cmd.Process.Pid
 		p.Set(ycsb.PropAddr, srv.Addr)
 		if s.mode != "" {
 			p.Set(ycsb.PropMode, s.mode)
@@ -271,7 +274,7 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 		if err != nil {
 			return err
 		}
-		stop = x.Stop
+		stop, pid = x.Stop, x.cmd.Process.Pid
 		p.Set(s.db+".addr", x.Addr)
 		p.Set("redis.mode", "single")
 	}
@@ -286,15 +289,15 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 	}
 	for _, th := range threads {
 		p.Set("threadcount", fmt.Sprint(th))
-		cpu0 := selfCPU()
+		cpu0, srv0 := selfCPU(), serverCPU(pid)
 		r, err := ycsb.Run(e.Ctx, ycsb.RunConfig{DB: s.db, Props: p, Duration: runDur})
 		if err != nil {
 			return fmt.Errorf("%s run: %w", s.name, err)
 		}
-		cpu := selfCPU() - cpu0
-		got(th, compareResult{r, cpu})
-		e.logf("  rep %d %-19s %3d threads: %9.0f ops/s  p50 %7.2f µs  p99 %8.2f µs  client %.2f µs/op  errors %d", rep+1, s.name, th, r.OpsPerSec(),
-			float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3, compareResult{r, cpu}.cpuPerOp(), r.Errors)
+		cr := compareResult{r, selfCPU() - cpu0, serverCPU(pid) - srv0}
+		got(th, cr)
+		e.logf("  rep %d %-19s %3d threads: %9.0f ops/s  p50 %7.2f µs  p99 %8.2f µs  client %.2f µs/op  server %.2f µs/op  errors %d", rep+1, s.name, th, r.OpsPerSec(),
+			float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3, cr.cpuPerOp(), cr.serverPerOp(), r.Errors)
 		if r.Errors > 0 {
 			e.logf("    first error: %v", r.FirstError)
 		}
@@ -302,15 +305,28 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 	return nil
 }
 
-// compareResult is one go-ycsb run and this process's CPU time over it.
+// compareResult is one go-ycsb run, this process's CPU time over it and
+// the server process's (0 with no server).
 type compareResult struct {
 	*ycsb.Result
-	cpu time.Duration
+	cpu, srvCPU time.Duration
 }
 
-func (r compareResult) cpuPerOp() float64 {
+func (r compareResult) cpuPerOp() float64 { return r.perOp(r.cpu) }
+
+func (r compareResult) serverPerOp() float64 { return r.perOp(r.srvCPU) }
+
+func (r compareResult) perOp(d time.Duration) float64 {
 	if r.Ops == 0 {
 		return 0
 	}
-	return float64(r.cpu.Nanoseconds()) / 1e3 / float64(r.Ops)
+	return float64(d.Nanoseconds()) / 1e3 / float64(r.Ops)
+}
+
+// serverCPU is procCPU of pid, 0 for no process.
+func serverCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	return procCPU(pid)
 }

@@ -21,8 +21,8 @@ func runDoor(e *env) error {
 	base, source := paperProps("paper-zipfian")
 	records := min(e.Keys, int(base.GetInt64("recordcount", 100000)))
 	type point struct {
-		ops  []float64
-		last *ycsb.Result
+		ops, cpu, srv []float64 // ops/s, client and server CPU µs per op
+		last          *ycsb.Result
 	}
 	pts := map[string]*point{}
 	// The door's server as a user starts it (the machine's GOMAXPROCS),
@@ -46,6 +46,7 @@ func runDoor(e *env) error {
 				pt := pts[s.name]
 				if err := compareOne(e, s, base, records, []int{pair.threads}, runDur, rep, func(_ int, r compareResult) {
 					pt.ops = append(pt.ops, r.OpsPerSec())
+					pt.cpu, pt.srv = append(pt.cpu, r.cpuPerOp()), append(pt.srv, r.serverPerOp())
 					pt.last = r.Result
 				}); err != nil {
 					return err
@@ -54,30 +55,31 @@ func runDoor(e *env) error {
 		}
 	}
 	t := &table{Name: "door", Cols: append(append([]string{"system", "partitions_or_threads", "load_threads", "reps"}, spreadCols("ops_per_sec")...),
-		"p50_us", "p99_us", "errors", "ops_vs_memcached", "p50_vs_memcached"),
+		"p50_us", "p99_us", "errors", "client_us_per_op", "server_us_per_op", "ops_vs_memcached", "p50_vs_memcached", "server_cpu_vs_memcached"),
 		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d), batch.size=1", records),
 			fmt.Sprintf("go-ycsb v1.0.1 core workload in this process through jakiro-bench's gomemcache driver (memcached ascii protocol) for both systems; run phase bounded to %v per point; each point the median of %d interleaved repetitions (min, max beside)", runDur, e.reps()),
 			"jakiro-door-pN: a jakiro server process (shm listener, no RFP client) with N partitions and its memcached door on 127.0.0.1, at the machine's GOMAXPROCS (as `jakiro server --partitions N --memcached` runs); jakiro-door-pN-gomaxprocsN: the same at GOMAXPROCS N (one P per partition, as memcached -t N has N workers)",
 			"memcached-tN: memcached -t N -m 512 -U 0 on 127.0.0.1",
-			"latency columns: the last repetition's; *_vs_memcached: the door's median over memcached's at the same threads (p50: the last repetitions')"}}
+			"latency columns: the last repetition's; client_us_per_op, server_us_per_op: the load generator's and the server process's CPU per operation (the server's from /proc in 10 ms ticks, every thread), medians; *_vs_memcached: the door's median over memcached's at the same threads (p50: the last repetitions')"}}
 	for _, pair := range doorPairs {
 		ss := sys(pair.partitions)
 		mc := pts[ss[len(ss)-1].name]
 		for i, s := range ss {
 			pt := pts[s.name]
 			sp := spreadOf(pt.ops)
-			vsOps, vsP50 := "", ""
+			vsOps, vsP50, vsSrv := "", "", ""
 			if i < len(ss)-1 {
 				vsOps = fmt.Sprintf("%.2f", sp.Med/spreadOf(mc.ops).Med)
 				vsP50 = fmt.Sprintf("%.2f", float64(pt.last.Total.ValueAtQuantile(50))/float64(mc.last.Total.ValueAtQuantile(50)))
+				vsSrv = fmt.Sprintf("%.2f", spreadOf(pt.srv).Med/spreadOf(mc.srv).Med)
 			}
 			t.add(append(append([]any{s.name, pair.partitions, pair.threads, sp.N}, sp.vals()...), float64(pt.last.Total.ValueAtQuantile(50))/1e3,
-				float64(pt.last.Total.ValueAtQuantile(99))/1e3, pt.last.Errors, vsOps, vsP50)...)
+				float64(pt.last.Total.ValueAtQuantile(99))/1e3, pt.last.Errors, spreadOf(pt.cpu).Med, spreadOf(pt.srv).Med, vsOps, vsP50, vsSrv)...)
 		}
 		for _, s := range ss[:len(ss)-1] {
 			door := spreadOf(pts[s.name].ops).Med
-			e.logf("  %d partitions/threads, %d load threads: %s %.0f ops/s = %.2fx memcached", pair.partitions, pair.threads,
-				s.name, door, door/spreadOf(mc.ops).Med)
+			e.logf("  %d partitions/threads, %d load threads: %s %.0f ops/s = %.2fx memcached, server CPU %.2f µs/op = %.2fx memcached's", pair.partitions, pair.threads,
+				s.name, door, door/spreadOf(mc.ops).Med, spreadOf(pts[s.name].srv).Med, spreadOf(pts[s.name].srv).Med/spreadOf(mc.srv).Med)
 		}
 	}
 	return e.done(t)
