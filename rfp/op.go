@@ -63,5 +63,5 @@ const (
 // Limits of the wire format.
 const (
 	MaxKeyLen   = 250
-	MaxValueLen = 1<<20 - 1 // 20-bit response length
+	MaxValueLen = 1 << 20 // 1 MiB, memcached's default item limit; longer than a ring record, a value travels in parts and pieces
 )
