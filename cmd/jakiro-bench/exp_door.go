@@ -61,6 +61,16 @@ func runDoor(e *env) error {
 			"jakiro-door-pN: a jakiro server process (shm listener, no RFP client) with N partitions and its memcached door on 127.0.0.1, at the machine's GOMAXPROCS (as `jakiro server --partitions N --memcached` runs); jakiro-door-pN-gomaxprocsN: the same at GOMAXPROCS N (one P per partition, as memcached -t N has N workers)",
 			"memcached-tN: memcached -t N -m 512 -U 0 on 127.0.0.1",
 			"latency columns: the last repetition's; client_us_per_op, server_us_per_op: the load generator's and the server process's CPU per operation (the server's from /proc in 10 ms ticks, every thread), medians; *_vs_memcached: the door's median over memcached's at the same threads (p50: the last repetitions')"}}
+	bars := []series{{Name: "jakiro door (defaults)"}, {Name: "jakiro door (GOMAXPROCS = partitions)"}, {Name: "memcached -t N"}}
+	var labels []string
+	for k, pair := range doorPairs {
+		labels = append(labels, fmt.Sprintf("%d partition(s) / thread(s), %d load threads", pair.partitions, pair.threads))
+		ss := sys(pair.partitions)
+		for i, s := range ss {
+			sp := spreadOf(pts[s.name].ops)
+			bars[i].addSpread(float64(k), spread{Med: sp.Med / 1e3, Min: sp.Min / 1e3, Max: sp.Max / 1e3, N: sp.N})
+		}
+	}
 	for _, pair := range doorPairs {
 		ss := sys(pair.partitions)
 		mc := pts[ss[len(ss)-1].name]
@@ -82,5 +92,9 @@ func runDoor(e *env) error {
 				s.name, door, door/spreadOf(mc.ops).Med, spreadOf(pts[s.name].srv).Med, spreadOf(pts[s.name].srv).Med/spreadOf(mc.srv).Med)
 		}
 	}
-	return e.done(t)
+	png := e.png("door")
+	if err := barPlot(png, "go-ycsb 95/5 zipfian over the memcached protocol (median, min–max)", "k ops/s", labels, bars); err != nil {
+		return err
+	}
+	return e.done(t, png)
 }
