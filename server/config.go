@@ -96,7 +96,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("server: %w", err)
 	}
 	if c.MaxValue > rfp.MaxValueLen {
-		return c, fmt.Errorf("server: max value %d over the protocol's limit of %d bytes (1 MiB)", c.MaxValue, rfp.MaxValueLen)
+		return c, fmt.Errorf("server: max value %d over the protocol's limit of %d bytes", c.MaxValue, rfp.MaxValueLen)
 	}
 	if c.Partitions < 1 || c.Partitions > rfp.MaxPartitions {
 		return c, fmt.Errorf("server: partitions %d outside 1..%d", c.Partitions, rfp.MaxPartitions)

@@ -242,7 +242,7 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 	p.Merge(base)
 	p.Set("recordcount", fmt.Sprint(records))
 	stop := func() {}
-	pid := 0 // the server's process, whose CPU time is counted per op
+	pid := 0 // the server's process, whose CPU time is counted per op (procCPU(0) is 0: noop)
 	switch {
 	case s.door:
 		o := s.srv
@@ -289,12 +289,12 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 	}
 	for _, th := range threads {
 		p.Set("threadcount", fmt.Sprint(th))
-		cpu0, srv0 := selfCPU(), serverCPU(pid)
+		cpu0, srv0 := selfCPU(), procCPU(pid)
 		r, err := ycsb.Run(e.Ctx, ycsb.RunConfig{DB: s.db, Props: p, Duration: runDur})
 		if err != nil {
 			return fmt.Errorf("%s run: %w", s.name, err)
 		}
-		cr := compareResult{r, selfCPU() - cpu0, serverCPU(pid) - srv0}
+		cr := compareResult{r, selfCPU() - cpu0, procCPU(pid) - srv0}
 		got(th, cr)
 		e.logf("  rep %d %-19s %3d threads: %9.0f ops/s  p50 %7.2f µs  p99 %8.2f µs  client %.2f µs/op  server %.2f µs/op  errors %d", rep+1, s.name, th, r.OpsPerSec(),
 			float64(r.Total.ValueAtQuantile(50))/1e3, float64(r.Total.ValueAtQuantile(99))/1e3, cr.cpuPerOp(), cr.serverPerOp(), r.Errors)
@@ -321,12 +321,4 @@ func (r compareResult) perOp(d time.Duration) float64 {
 		return 0
 	}
 	return float64(d.Nanoseconds()) / 1e3 / float64(r.Ops)
-}
-
-// serverCPU is procCPU of pid, 0 for no process.
-func serverCPU(pid int) time.Duration {
-	if pid == 0 {
-		return 0
-	}
-	return procCPU(pid)
 }

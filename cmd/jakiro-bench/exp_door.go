@@ -66,17 +66,11 @@ func runDoor(e *env) error {
 	for k, pair := range doorPairs {
 		labels = append(labels, fmt.Sprintf("%d partition(s) / thread(s), %d load threads", pair.partitions, pair.threads))
 		ss := sys(pair.partitions)
-		for i, s := range ss {
-			sp := spreadOf(pts[s.name].ops)
-			bars[i].addSpread(float64(k), spread{Med: sp.Med / 1e3, Min: sp.Min / 1e3, Max: sp.Max / 1e3, N: sp.N})
-		}
-	}
-	for _, pair := range doorPairs {
-		ss := sys(pair.partitions)
 		mc := pts[ss[len(ss)-1].name]
 		for i, s := range ss {
 			pt := pts[s.name]
 			sp := spreadOf(pt.ops)
+			bars[i].addSpread(float64(k), spread{Med: sp.Med / 1e3, Min: sp.Min / 1e3, Max: sp.Max / 1e3, N: sp.N})
 			vsOps, vsP50, vsSrv := "", "", ""
 			if i < len(ss)-1 {
 				vsOps = fmt.Sprintf("%.2f", sp.Med/spreadOf(mc.ops).Med)
