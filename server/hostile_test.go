@@ -234,16 +234,27 @@ type honestRates struct{ alone, attacked, ratio float64 }
 // attack, alternating, six times each, and takes medians: on a 2-core
 // machine one window of a tcp client beside two spinning processes
 // varies by ±40%, and a loaded machine's drift hits both sides of a pair.
-func attackRates(t *testing.T, c *client.Client, start, stop func()) honestRates {
+// When the median ratio falls below bar, six more pairs are measured and
+// the median is taken over all twelve: a noisy minute of a shared machine
+// (one CI run: 0.64x where runs alone give 0.84-0.93x) is outvoted, while
+// an attack that does take the honest client's rate lowers every pair.
+func attackRates(t *testing.T, c *client.Client, bar float64, start, stop func()) honestRates {
 	t.Helper()
 	const pairs, d = 6, 400 * time.Millisecond
 	var alone, attacked, ratio []float64
-	for range pairs {
-		a := honestRate(t, c, d)
-		start()
-		b := honestRate(t, c, d)
-		stop()
-		alone, attacked, ratio = append(alone, a), append(attacked, b), append(ratio, b/a)
+	measure := func() {
+		for range pairs {
+			a := honestRate(t, c, d)
+			start()
+			b := honestRate(t, c, d)
+			stop()
+			alone, attacked, ratio = append(alone, a), append(attacked, b), append(ratio, b/a)
+		}
+	}
+	measure()
+	if r := median(slices.Clone(ratio)); r < bar {
+		t.Logf("median of %d pairs %.2fx, under %.1fx: %d more pairs", len(ratio), r, bar, pairs)
+		measure()
 	}
 	return honestRates{median(alone), median(attacked), median(ratio)}
 }
@@ -263,7 +274,8 @@ func TestHostileReadAmplification(t *testing.T) {
 	const conns = 10
 	var peak int64
 	var attacker *exec.Cmd
-	r := attackRates(t, c, func() {
+	const bar = 0.5
+	r := attackRates(t, c, bar, func() {
 		attacker = startAttack(t, "amplify", srv.Addr, conns)
 		time.Sleep(100 * time.Millisecond)
 		peak = max(peak, rss(t, srv.pid()))
@@ -282,7 +294,7 @@ func TestHostileReadAmplification(t *testing.T) {
 	if peak > idle+64<<20 {
 		t.Errorf("server RSS grew by %.1f MiB: READ answers are copied", mib(peak-idle))
 	}
-	checkHonest(t, r, 0.5)
+	checkHonest(t, r, bar)
 }
 
 // Peers that ask for whole-grant READs and reset their connection at
@@ -297,7 +309,8 @@ func TestHostileVanish(t *testing.T) {
 	const loops = 8
 	var peak int64
 	var attacker *exec.Cmd
-	r := attackRates(t, c, func() {
+	const bar = 0.7 // see checkHonest below
+	r := attackRates(t, c, bar, func() {
 		attacker = startAttack(t, "vanish", srv.Addr, loops)
 	}, func() {
 		// A new client is admitted while the attack goes on.
@@ -328,7 +341,7 @@ func TestHostileVanish(t *testing.T) {
 	// the READs); fabric/tcp now paces a source whose connections end
 	// young to 50 handshakes a second. The assertion leaves room for a
 	// machine loaded by other tests and still catches the unpaced loop.
-	checkHonest(t, r, 0.7)
+	checkHonest(t, r, bar)
 	if !waitFor(3*time.Second, func() bool { return statsOf(t, c).Clients == 1 }) {
 		t.Errorf("%d clients counted 3 s after the attack, want 1", statsOf(t, c).Clients)
 	}
