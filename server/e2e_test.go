@@ -19,13 +19,13 @@ import (
 
 var modes = []rfp.Mode{rfp.ModeRFP, rfp.ModeReply, rfp.ModeHybrid}
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-func dialT(t *testing.T, addr string, opts ...client.Option) *client.Client {
+func dialT(t testing.TB, addr string, opts ...client.Option) *client.Client {
 	t.Helper()
 	c, err := client.Dial(ctxT(t), addr, opts...)
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 // measure), as an operator would.
 
 // buildJakiro builds cmd/jakiro into a temporary directory of t.
-func buildJakiro(t *testing.T) string {
+func buildJakiro(t testing.TB) string {
 	t.Helper()
 	if inRDMAVM() {
 		t.Skip("no Go toolchain in the RDMA VM to build cmd/jakiro; these tests run on the host")
@@ -51,7 +51,7 @@ type jakiroProc struct {
 
 // startJakiro runs `bin server --listen listen --quiet args...` and waits
 // (30 s at most) for it to serve. Cleanup kills it if it still runs.
-func startJakiro(t *testing.T, bin, listen string, args ...string) *jakiroProc {
+func startJakiro(t testing.TB, bin, listen string, args ...string) *jakiroProc {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"server", "--listen", listen, "--quiet"}, args...)...)
 	stderr, err := cmd.StderrPipe()
@@ -106,7 +106,7 @@ func (p *jakiroProc) logText() string {
 func (p *jakiroProc) pid() int { return p.cmd.Process.Pid }
 
 // rss is the process's resident set in bytes (VmRSS).
-func rss(t *testing.T, pid int) int64 {
+func rss(t testing.TB, pid int) int64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
@@ -126,7 +126,7 @@ func rss(t *testing.T, pid int) int64 {
 }
 
 // openFDCount is how many fds the process has open.
-func openFDCount(t *testing.T, pid int) int {
+func openFDCount(t testing.TB, pid int) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
 	if err != nil {
