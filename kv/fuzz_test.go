@@ -9,7 +9,7 @@ import (
 // a small partition and the model (see model_test.go), checking the
 // partition's invariants every 16 operations and at the end.
 //
-//	go test ./kv -run '^$' -fuzz FuzzOps -fuzztime 1m
+//	go test ./kv -run '^$' -fuzz FuzzOps -fuzztime 1m -fuzzminimizetime 100x
 //
 // Byte 0 picks the configuration: bit 0 store mode, bit 1 ApproxLRU, bit 2
 // a weak hash (colliding tags and chains), bit 3 a log starting just below
