@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -368,5 +369,54 @@ func TestOperationsAllocateNothing(t *testing.T) {
 		if n != 0 {
 			t.Errorf("%d servers: Put+GetTo allocate %.1f times", len(list), n)
 		}
+	}
+}
+
+// A batch in flight when its server dies: Run and every operation the
+// server did not answer fail with ErrUnavailable wrapping ErrConnLost, as
+// a single operation does. (The operations used to carry the raw cause:
+// ErrClosed, "client closed", for the connection the client retired, or
+// the fabric's error; a chaos run of kills and restarts found it.)
+func TestBatchInFlightServerDies(t *testing.T) {
+	for _, fab := range []string{"tcp", "shm"} {
+		t.Run(fab, func(t *testing.T) {
+			listen := "tcp://127.0.0.1:0"
+			if fab == "shm" {
+				listen = shmListen(t, "s")
+			}
+			procs, addrs := startServers(t, listen)
+			c := dialAll(t, addrs)
+			ctx, cancel := context.WithTimeout(context.Background(), patience)
+			defer cancel()
+			if err := c.Put(ctx, key(0), []byte("v"), 0); err != nil {
+				t.Fatal(err)
+			}
+			procs[0].Signal(syscall.SIGSTOP) // answers nothing from here
+			var b client.Batch
+			const n = 32
+			for i := range n {
+				b.Get(key(i))
+			}
+			done := make(chan error, 1)
+			go func() { done <- c.Run(ctx, &b) }()
+			time.Sleep(100 * time.Millisecond) // the batch is in flight
+			procs[0].Kill()
+			lost := func(err error) bool {
+				return errors.Is(err, client.ErrUnavailable) && errors.Is(err, client.ErrConnLost) && !errors.Is(err, client.ErrClosed)
+			}
+			select {
+			case err := <-done:
+				if !lost(err) {
+					t.Fatalf("Run = %v; want ErrUnavailable wrapping ErrConnLost", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run still waiting 10 s after its server died")
+			}
+			for i := range n {
+				if _, err := b.Result(i); !lost(err) {
+					t.Errorf("operation %d: %v; want ErrUnavailable wrapping ErrConnLost", i, err)
+				}
+			}
+		})
 	}
 }

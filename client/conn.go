@@ -476,7 +476,10 @@ func (c *conn) run(ctx context.Context, b *Batch) error {
 	for i := range b.ops {
 		if o := &b.ops[i]; o.err == nil {
 			if o.c.err != nil {
-				o.err = o.c.err
+				// The connection failed under it: Batch.settle gives it
+				// what the caller of a single operation would get
+				// (ErrUnavailable wrapping ErrConnLost), not the raw
+				// cause (ErrClosed for a connection the client retired).
 				connErr = cmp.Or(connErr, o.c.err)
 			} else {
 				o.err = statusErr(o.c.st)
