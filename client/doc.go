@@ -48,7 +48,7 @@
 // cause, or the last dial error), the other servers' keys are served, and
 // within about 400 ms of the server being back its keys are served again.
 // An operation in flight when a connection breaks fails with ErrConnLost
-// and may or may not have taken effect. A server that hangs without
+// (a Batch's too, each in its Result) and may or may not have taken effect. A server that hangs without
 // closing its connection is not detected: bound operations with context
 // deadlines. ServerCounters reports each server's counters and connection
 // state, ServerStats each server's statistics.
