@@ -86,7 +86,7 @@ func TestChaos(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := newChaosWorker(seed, g)
+			w := newChaosWorker(seed, g, true, chaosAllowed, func(*rand.Rand) time.Duration { return 2 * time.Second })
 			for time.Now().Before(end) && !t.Failed() {
 				progress[g].Store(time.Now().UnixNano())
 				f, a, err := w.step(c)
@@ -135,18 +135,24 @@ func TestChaos(t *testing.T) {
 }
 
 // chaosWorker drives one goroutine's keys and knows, for each, the
-// values a GET may return: after a successful PUT that value or none (a
-// restart may have emptied the server); a PUT that failed adds its value
-// to the possible ones (it may or may not have taken effect).
+// values a GET may return: after a successful PUT that value (or none,
+// where a restart may have emptied the server: vanish); a PUT that failed
+// adds its value to the possible ones (it may or may not have taken
+// effect). allowed says which errors an operation may end with, deadline
+// draws each operation's.
 type chaosWorker struct {
 	r        *rand.Rand
 	keys     [][]byte
 	possible map[string][][]byte // nil element: absent
 	seq      int
+	vanish   bool
+	allowed  func(error) bool
+	deadline func(*rand.Rand) time.Duration
 }
 
-func newChaosWorker(seed uint64, g int) *chaosWorker {
-	w := &chaosWorker{r: rand.New(rand.NewPCG(seed, uint64(g)+2)), possible: map[string][][]byte{}}
+func newChaosWorker(seed uint64, g int, vanish bool, allowed func(error) bool, deadline func(*rand.Rand) time.Duration) *chaosWorker {
+	w := &chaosWorker{r: rand.New(rand.NewPCG(seed, uint64(g)+2)), possible: map[string][][]byte{},
+		vanish: vanish, allowed: allowed, deadline: deadline}
 	for i := range 48 {
 		k := fmt.Appendf(nil, "chaos-%d-%02d", g, i)
 		w.keys = append(w.keys, k)
@@ -183,7 +189,7 @@ func (w *chaosWorker) got(k, v []byte, err error) (failed, absent int, bad error
 			return 0, 1, fmt.Errorf("GET %s: not found, but it cannot be absent", k)
 		}
 		return 0, 1, nil
-	case chaosAllowed(err):
+	case w.allowed(err):
 		return 1, 0, nil
 	default:
 		return 0, 0, fmt.Errorf("GET %s: %v", k, err)
@@ -193,7 +199,7 @@ func (w *chaosWorker) got(k, v []byte, err error) (failed, absent int, bad error
 
 // step runs one operation (PUT, GET or a batch of six GETs) and checks it.
 func (w *chaosWorker) step(c *client.Client) (failed, absent int, bad error) {
-	const deadline = 2 * time.Second
+	deadline := w.deadline(w.r)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	start := time.Now()
@@ -208,9 +214,11 @@ func (w *chaosWorker) step(c *client.Client) (failed, absent int, bad error) {
 		w.seq++
 		v := fmt.Appendf(nil, "%s=%d|%s", k, w.seq, bytes.Repeat([]byte{'x'}, w.r.IntN(3)*w.r.IntN(1900)))
 		switch err := c.Put(ctx, k, v, 0); {
-		case err == nil:
+		case err == nil && w.vanish:
 			w.possible[string(k)] = [][]byte{v, nil}
-		case chaosAllowed(err):
+		case err == nil:
+			w.possible[string(k)] = [][]byte{v}
+		case w.allowed(err):
 			w.possible[string(k)] = append(w.possible[string(k)], v)
 			return 1, 0, nil
 		default:
@@ -226,7 +234,7 @@ func (w *chaosWorker) step(c *client.Client) (failed, absent int, bad error) {
 			ks[j] = w.keys[w.r.IntN(len(w.keys))]
 			b.Get(ks[j])
 		}
-		if err := c.Run(ctx, &b); err != nil && !chaosAllowed(err) {
+		if err := c.Run(ctx, &b); err != nil && !w.allowed(err) {
 			return 0, 0, fmt.Errorf("batch: Run = %v", err)
 		}
 		for j, k := range ks {

@@ -423,7 +423,7 @@ func (c *conn) do(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl 
 		putWaiter(w)
 		return dst, err
 	}
-	if err := c.g.await(ctx, w); err != nil && cl.abandon() {
+	if err := c.g.await(ctx, w); err != nil && w.giveUp(cl) {
 		return dst, err // w stays with the driver, which may still hold cl
 	}
 	dst, st, err := cl.val, cl.st, cl.err
@@ -461,15 +461,9 @@ func (c *conn) run(ctx context.Context, b *Batch) error {
 		putWaiter(w)
 		return err
 	}
-	if err := c.g.await(ctx, w); err != nil {
-		gaveUp := false
-		for _, cl := range b.calls {
-			gaveUp = cl.abandon() || gaveUp
-		}
-		if gaveUp {
-			b.detach()
-			return err // w stays with the driver, which may still hold its calls
-		}
+	if err := c.g.await(ctx, w); err != nil && w.giveUp(b.calls...) {
+		b.detach()
+		return err // w stays with the driver, which may still hold its calls
 	}
 	putWaiter(w)
 	var connErr error

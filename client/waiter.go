@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -139,6 +140,28 @@ func getWaiter() *waiter { return waiters.Get().(*waiter) }
 // putWaiter returns w for reuse; not after an abandoned call, which the
 // driver may still hold.
 func putWaiter(w *waiter) { waiters.Put(w) }
+
+// giveUp is the caller's side of an await that failed (its context
+// ended): it abandons w's calls the driver has not finished; true if it
+// abandoned any (w then stays with the driver, which may still hold
+// them). When all were done, their outcomes stand, and it waits until
+// the driver is through with w: a call is done (outcome written, state
+// callDone) a moment before the driver takes it off w.pending, and a
+// waiter reused in between would count its next call done at once and
+// return an outcome never written (a GET's empty value, no error).
+func (w *waiter) giveUp(calls ...*call) bool {
+	gaveUp := false
+	for _, cl := range calls {
+		gaveUp = cl.abandon() || gaveUp
+	}
+	if gaveUp {
+		return true
+	}
+	for w.pending.Load() > 0 {
+		runtime.Gosched() // the driver may have been preempted between the two
+	}
+	return false
+}
 
 func (w *waiter) signal() {
 	select {
