@@ -3,8 +3,11 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -63,5 +66,110 @@ func TestShortDeadlines(t *testing.T) {
 				wg.Wait()
 			})
 		}
+	}
+}
+
+// Counters and appends from six goroutines sharing a Client, half with
+// deadlines of 1 to 300 µs: every increment that succeeded returned a
+// number no other did, and the final count lies between the increments
+// that succeeded and those plus the ones that timed out (which may or may
+// not have taken effect); every appended token that succeeded is in the
+// final value once, one that timed out at most once, and nothing else is.
+func TestCommandsShortDeadlines(t *testing.T) {
+	for _, fab := range []string{"tcp", "shm"} {
+		t.Run(fab, func(t *testing.T) {
+			listen := "tcp://127.0.0.1:0"
+			if fab == "shm" {
+				listen = shmListen(t, "commands")
+			}
+			c := dial(t, servertest.Start(t, listen).Addr)
+			ctx := context.Background()
+			ctr, log := []byte("counter"), []byte("log")
+			if _, err := c.Set(ctx, ctr, []byte("0"), 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Set(ctx, log, nil, 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			seen := map[uint64]bool{}
+			var incrOK, incrMaybe int
+			tokens := map[string]int{} // 1: appended, 2: may have been
+			end := time.Now().Add(1500 * time.Millisecond)
+			var wg sync.WaitGroup
+			for g := range 6 {
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(uint64(g), uint64(time.Now().UnixNano())))
+					for n := 0; n < 200 || time.Now().Before(end); n++ {
+						d := 2 * time.Second
+						if r.IntN(2) == 0 {
+							d = time.Duration(1+r.IntN(300)) * time.Microsecond
+						}
+						octx, cancel := context.WithTimeout(ctx, d)
+						var err error
+						if n%2 == 0 {
+							var v uint64
+							v, err = c.Incr(octx, ctr, 1)
+							mu.Lock()
+							switch {
+							case err == nil && seen[v]:
+								t.Errorf("increment returned %d twice", v)
+							case err == nil:
+								seen[v] = true
+								incrOK++
+							default:
+								incrMaybe++
+							}
+							mu.Unlock()
+						} else {
+							tok := fmt.Sprintf("g%d.%d;", g, n)
+							_, err = c.Append(octx, log, []byte(tok))
+							if errors.Is(err, client.ErrTooLarge) {
+								cancel() // the log is full: refused, not appended
+								continue
+							}
+							mu.Lock()
+							tokens[tok] = map[bool]int{true: 1, false: 2}[err == nil]
+							mu.Unlock()
+						}
+						cancel()
+						if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+							t.Errorf("%v", err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			v, err := c.Get(ctx, ctr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := strconv.ParseUint(string(v), 10, 64)
+			if err != nil || n < uint64(incrOK) || n > uint64(incrOK+incrMaybe) {
+				t.Errorf("counter %q after %d increments that succeeded and %d that timed out", v, incrOK, incrMaybe)
+			}
+			l, err := c.Get(ctx, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int{}
+			for _, tok := range strings.SplitAfter(string(l), ";") {
+				if tok != "" {
+					got[tok]++
+				}
+			}
+			for tok, k := range got {
+				if tokens[tok] == 0 || k > 1 {
+					t.Errorf("token %q in the log %d times; appended: %d (1 yes, 2 timed out, 0 never)", tok, k, tokens[tok])
+				}
+			}
+			for tok, k := range tokens {
+				if k == 1 && got[tok] != 1 {
+					t.Errorf("token %q appended but %d times in the log", tok, got[tok])
+				}
+			}
+			t.Logf("%d increments, %d timed out; log of %d bytes, %d tokens", incrOK, incrMaybe, len(l), len(got))
+		})
 	}
 }
