@@ -41,6 +41,15 @@ func shmListen(t *testing.T, name string) string {
 	return "shm://" + filepath.Join(t.TempDir(), name+".sock")
 }
 
+// listenOn is a server address to listen on for fabric fab (tcp or
+// shm); name names an shm socket.
+func listenOn(t *testing.T, fab, name string) string {
+	if fab == "shm" {
+		return shmListen(t, name)
+	}
+	return "tcp://127.0.0.1:0"
+}
+
 func dialAll(t *testing.T, addrs []string) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
@@ -258,10 +267,7 @@ func TestClusterFailover(t *testing.T) {
 func TestSingleServerRecovers(t *testing.T) {
 	for _, fab := range []string{"tcp", "shm"} {
 		t.Run(fab, func(t *testing.T) {
-			listen := "tcp://127.0.0.1:0"
-			if fab == "shm" {
-				listen = shmListen(t, "one")
-			}
+			listen := listenOn(t, fab, "one")
 			procs, addrs := startServers(t, listen)
 			c := dialAll(t, addrs)
 			ctx, cancel := context.WithTimeout(context.Background(), patience)
@@ -380,10 +386,7 @@ func TestOperationsAllocateNothing(t *testing.T) {
 func TestBatchInFlightServerDies(t *testing.T) {
 	for _, fab := range []string{"tcp", "shm"} {
 		t.Run(fab, func(t *testing.T) {
-			listen := "tcp://127.0.0.1:0"
-			if fab == "shm" {
-				listen = shmListen(t, "s")
-			}
+			listen := listenOn(t, fab, "s")
 			procs, addrs := startServers(t, listen)
 			c := dialAll(t, addrs)
 			ctx, cancel := context.WithTimeout(context.Background(), patience)

@@ -41,10 +41,7 @@ func TestShortDeadlines(t *testing.T) {
 	}
 	allowed := func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
 	for _, fab := range []string{"tcp", "shm"} {
-		listen := "tcp://127.0.0.1:0"
-		if fab == "shm" {
-			listen = shmListen(t, "deadlines")
-		}
+		listen := listenOn(t, fab, "deadlines")
 		p := servertest.Start(t, listen)
 		for _, mode := range []client.Mode{client.ModeRFP, client.ModeReply, client.ModeAuto} {
 			t.Run(fab+"/"+mode.String(), func(t *testing.T) {
@@ -78,10 +75,7 @@ func TestShortDeadlines(t *testing.T) {
 func TestCommandsShortDeadlines(t *testing.T) {
 	for _, fab := range []string{"tcp", "shm"} {
 		t.Run(fab, func(t *testing.T) {
-			listen := "tcp://127.0.0.1:0"
-			if fab == "shm" {
-				listen = shmListen(t, "commands")
-			}
+			listen := listenOn(t, fab, "commands")
 			c := dial(t, servertest.Start(t, listen).Addr)
 			ctx := context.Background()
 			ctr, log := []byte("counter"), []byte("log")
