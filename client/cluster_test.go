@@ -50,6 +50,19 @@ func listenOn(t *testing.T, fab, name string) string {
 	return "tcp://127.0.0.1:0"
 }
 
+// oneServer starts a server on fab, dials it and stores k = "v".
+func oneServer(t *testing.T, fab, name string, k []byte) ([]*servertest.Proc, *client.Client) {
+	t.Helper()
+	procs, addrs := startServers(t, listenOn(t, fab, name))
+	c := dialAll(t, addrs)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := c.Put(ctx, k, []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	return procs, c
+}
+
 func dialAll(t *testing.T, addrs []string) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
@@ -267,14 +280,9 @@ func TestClusterFailover(t *testing.T) {
 func TestSingleServerRecovers(t *testing.T) {
 	for _, fab := range []string{"tcp", "shm"} {
 		t.Run(fab, func(t *testing.T) {
-			listen := listenOn(t, fab, "one")
-			procs, addrs := startServers(t, listen)
-			c := dialAll(t, addrs)
+			procs, c := oneServer(t, fab, "one", []byte("k"))
 			ctx, cancel := context.WithTimeout(context.Background(), patience)
 			defer cancel()
-			if err := c.Put(ctx, []byte("k"), []byte("v"), 0); err != nil {
-				t.Fatal(err)
-			}
 			procs[0].Kill()
 			t0 := time.Now()
 			_, err := c.Get(ctx, []byte("k"))
@@ -284,7 +292,7 @@ func TestSingleServerRecovers(t *testing.T) {
 			if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, client.ErrConnLost) {
 				t.Fatalf("get after the kill: %v; want ErrUnavailable and ErrConnLost", err)
 			}
-			servertest.Start(t, addrs[0])
+			servertest.Start(t, procs[0].Addr)
 			ready := time.Now()
 			for {
 				_, err = c.Get(ctx, []byte("k"))
@@ -386,14 +394,9 @@ func TestOperationsAllocateNothing(t *testing.T) {
 func TestBatchInFlightServerDies(t *testing.T) {
 	for _, fab := range []string{"tcp", "shm"} {
 		t.Run(fab, func(t *testing.T) {
-			listen := listenOn(t, fab, "s")
-			procs, addrs := startServers(t, listen)
-			c := dialAll(t, addrs)
+			procs, c := oneServer(t, fab, "s", key(0))
 			ctx, cancel := context.WithTimeout(context.Background(), patience)
 			defer cancel()
-			if err := c.Put(ctx, key(0), []byte("v"), 0); err != nil {
-				t.Fatal(err)
-			}
 			procs[0].Signal(syscall.SIGSTOP) // answers nothing from here
 			var b client.Batch
 			const n = 32
