@@ -115,6 +115,9 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 	ecfg := cfg.engine
 	ecfg.Bells = ringer != nil
 	ecfg.QuietRingNS = rfp.QuietRingOf(addr)
+	if watcher != nil && ringer != nil {
+		ecfg.Blocked = watcher.BellBlocked
+	}
 	_, ecfg.SoftNIC = link.Conn.(fabric.Pumper)
 	ecfg.Mode = ecfg.Mode.Resolve(ecfg.SoftNIC)
 	eng, err := rfp.NewEngine(link.Local, link.Welcome, ecfg)

@@ -10,6 +10,12 @@ import "strings"
 //   - A client rings partition p's bell with a request to p when it has not
 //     posted a request to p for QuietRing, and marks that request FlagRang;
 //     the ring follows the request's WRITE, so it never overtakes it.
+//   - Where the fabric shows the partition blocked on its bell
+//     (fabric.BellWatcher), a request to it rings too, marked FlagRang,
+//     however recent the last one was. Correctness does not need it (a
+//     partition blocks for long only after IdleBeforeSleep, below); it
+//     lets a partition on a host with no free core block for short dozes
+//     instead of yielding its core, and be woken at once (server/crowd.go).
 //   - A client whose request stays unanswered rings again after RingAfter,
 //     then after twice as long each time, up to MaxRingGap; at most one such
 //     ring per partition at a time. These reminders (Engine.Reminder) may be

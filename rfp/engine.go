@@ -28,6 +28,12 @@ type EngineConfig struct {
 	// QuietRingNS is the doorbell contract's QuietRing for this
 	// connection's fabric (QuietRingOf); 0 means QuietRing.
 	QuietRingNS int64
+	// Blocked, where the fabric shows it (fabric.BellWatcher), reports
+	// whether partition p is blocked on its doorbell: a request to it
+	// then rings, marked, however recent the last one was. The ring is
+	// not needed for the request to be found (rfp/bells.go), only to be
+	// found at once by a partition dozing on a crowded host.
+	Blocked func(p int) bool
 	// SoftNIC: the fabric's NIC is a host thread (tcp), so ModeAuto
 	// starts with replies.
 	SoftNIC bool
@@ -150,7 +156,7 @@ func NewEngine(local *fabric.Region, w Welcome, cfg EngineConfig) (*Engine, erro
 		pending: make([]fabric.Op, 0, 4*l.Partitions),
 		results: make([]Result, 0, l.Partitions*l.Slots),
 		next:    Never,
-		bells:   newBellState(l.Partitions, cfg.Bells, cfg.QuietRingNS),
+		bells:   newBellState(l.Partitions, cfg.Bells, cfg.QuietRingNS, cfg.Blocked),
 	}
 	e.callResv, e.callBudget, e.maxReqRec = l.callResv(), l.CallBudget(), l.maxReqRecord()
 	e.pieceResv, e.pieceBudget = l.pieceResv(), l.pieceBudget()

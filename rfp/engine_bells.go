@@ -16,13 +16,15 @@ type bellState struct {
 	unanswered []int   // per partition: requests sent and not answered
 	ringAt     []int64 // per partition: the next ring for unanswered requests (Never: none wait)
 	gap        []int64 // per partition: the wait after that ring
+	blocked    func(p int) bool
+	lookedAt   []int64 // per partition: when blocked was last asked (once per driver clock)
 }
 
-func newBellState(partitions int, on bool, quiet int64) bellState {
+func newBellState(partitions int, on bool, quiet int64, blocked func(int) bool) bellState {
 	if quiet <= 0 {
 		quiet = QuietRing
 	}
-	b := bellState{on: on, quiet: quiet}
+	b := bellState{on: on, quiet: quiet, blocked: blocked}
 	if !on {
 		return b
 	}
@@ -33,8 +35,10 @@ func newBellState(partitions int, on bool, quiet int64) bellState {
 	b.unanswered = make([]int, partitions)
 	b.ringAt = make([]int64, partitions)
 	b.gap = make([]int64, partitions)
+	b.lookedAt = make([]int64, partitions)
 	for p := range b.lastSubmit {
 		b.lastSubmit[p] = math.MinInt64 / 2 // the first request rings: the partition may sleep
+		b.lookedAt[p] = math.MinInt64
 		b.ringAt[p] = Never
 	}
 	return b
@@ -70,14 +74,15 @@ func (b *bellState) rang() {
 
 // bellsOnSubmit: a request to p rings p when nothing went to p for
 // QuietRing (the partition may have stopped polling this client or gone
-// to sleep), and starts p's schedule if none runs. It reports whether
-// this request rings, so that it carries FlagRang.
+// to sleep) or when p shows itself blocked on its bell, and starts p's
+// schedule if none runs. It reports whether this request rings, so that
+// it carries FlagRang.
 func (e *Engine) bellsOnSubmit(p int, now int64) bool {
 	b := &e.bells
 	if !b.on {
 		return false
 	}
-	quiet := now-b.lastSubmit[p] > b.quiet
+	quiet := now-b.lastSubmit[p] > b.quiet || b.blockedNow(p, now)
 	b.lastSubmit[p] = now
 	b.unanswered[p]++
 	if quiet {
@@ -88,6 +93,17 @@ func (e *Engine) bellsOnSubmit(p int, now int64) bool {
 		e.next = min(e.next, b.ringAt[p])
 	}
 	return quiet
+}
+
+// blockedNow asks whether p is blocked, once per driver clock reading: the
+// requests of one pass to one partition share the answer (the first of
+// them rings).
+func (b *bellState) blockedNow(p int, now int64) bool {
+	if b.blocked == nil || b.lookedAt[p] == now {
+		return false
+	}
+	b.lookedAt[p] = now
+	return b.blocked(p)
 }
 
 // bellsOnAnswer: p answered, so it is awake; its schedule restarts from

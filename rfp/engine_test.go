@@ -462,6 +462,38 @@ func TestEngineRingsAfterQuiet(t *testing.T) {
 	}
 }
 
+// A partition the fabric shows blocked on its bell (EngineConfig.Blocked)
+// is rung with the next request to it, marked, however recent the last
+// one was; the requests of one step to it share one look and one ring.
+func TestEngineRingsBlocked(t *testing.T) {
+	blocked := map[int]bool{}
+	looks := 0
+	h := newHarness(t, 2, 8, 1024, EngineConfig{FetchDelayNS: -1, Bells: true,
+		Blocked: func(p int) bool { looks++; return blocked[p] }})
+	h.do(0, OpPut, []byte("a"), nil) // rings: the first request
+	h.now += QuietRing / 4
+	h.do(0, OpGet, []byte("b"), nil) // awake: no ring
+	if n := len(h.rings); n != 1 {
+		t.Fatalf("%d rings with the partition awake, want 1 (the first request's)", n)
+	}
+	blocked[0] = true
+	h.now += QuietRing / 4
+	looks = 0
+	h.submit(0, OpGet, []byte("c"), nil)
+	h.submit(0, OpGet, []byte("d"), nil)
+	h.submit(1, OpGet, []byte("e"), nil) // partition 1's first: rings anyway
+	if rings := h.e.Rings(); len(rings) != 2 || rings[0] != 0 || rings[1] != 1 {
+		t.Fatalf("rings %v, want partition 0 (blocked) and 1 (its first request)", rings)
+	}
+	if looks != 1 {
+		t.Fatalf("%d looks at partition 0's bell in one step, want 1", looks)
+	}
+	h.runUntil(func() bool { return h.e.Active() == 0 }, 100, 1e6)
+	if got := strings.Join(h.srv.rang, ","); got != "a,c,e" {
+		t.Fatalf("requests marked FlagRang: %q, want a,c,e", got)
+	}
+}
+
 // A reply-mode request unanswered for RingAfter rings its partition too.
 func TestEngineReplyWaitRings(t *testing.T) {
 	h := newHarness(t, 1, 8, 1024, EngineConfig{Mode: ModeReply, FetchDelayNS: -1, Bells: true})

@@ -49,6 +49,7 @@ var (
 		{newDesc("expired_total", "Items found expired."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.KV.Expired }},
 		{newDesc("requests_total", "Requests served."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.Served }},
 		{newDesc("idle_waits_total", "Times the partition went idle."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.Dozes }},
+		{newDesc("crowd_dozes_total", "Short waits on the doorbell an idle partition took instead of yielding its core, while yields lost the core to other threads (a host with no free core)."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.CrowdDozes }},
 		{newDesc("polled_clients", "Clients with a request in the last rfp.ActiveHold (the partition's polled set)."), prometheus.GaugeValue, func(p *PartitionStats) uint64 { return uint64(p.Polled) }},
 		{newDesc("sweeps_total", "Passes that looked at every client (after a doorbell ring, before blocking, housekeeping)."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.Sweeps }},
 		{newDesc("bells_total", "Times the partition found its doorbell rung."), prometheus.CounterValue, func(p *PartitionStats) uint64 { return p.Bells }},

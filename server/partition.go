@@ -22,6 +22,8 @@ import (
 // housekeepEvery, so a pass costs what the active clients cost, not what
 // the connected ones cost (the contract with clients is in rfp/bells.go).
 // Fabrics without doorbells, and IdlePoll, look at every peer every pass.
+// An idle partition yields its core to other threads now and then, or,
+// where yields lose it for scheduler slices, dozes on its bell (crowd.go).
 type partition struct {
 	id      int
 	srv     *Server
@@ -69,12 +71,14 @@ type partition struct {
 	val    []byte // a response's value, before it goes into the ring
 	hashes [maxPerPass]uint64
 
-	served, dozes, errs, sweeps, bells uint64
-	replyWrites                        uint64         // reply WRITEs posted (spans of responses)
-	pubMu                              sync.Mutex     // guards pub
-	pub                                PartitionStats // snapshot for other goroutines
-	published                          bool           // under pubMu: pub is set
-	pubAt                              int64
+	crowd crowdWatch // whether yields lose the core (crowd.go)
+
+	served, dozes, crowdDozes, errs, sweeps, bells uint64
+	replyWrites                                    uint64         // reply WRITEs posted (spans of responses)
+	pubMu                                          sync.Mutex     // guards pub
+	pub                                            PartitionStats // snapshot for other goroutines
+	published                                      bool           // under pubMu: pub is set
+	pubAt                                          int64
 }
 
 const (
@@ -189,7 +193,14 @@ func (p *partition) run() {
 			// requests let whoever else needs this core run: the clients
 			// may share it.
 			if idle >= spinAlone {
+				if bells && p.crowd.crowded(now) {
+					p.crowdDozes++ // crowd.go: a yield would lose the core for a slice
+					p.checkBell(crowdDoze)
+					pass = -1 // fresh clock and list before the next pass
+					continue
+				}
 				yieldCore()
+				p.crowd.yielded(now, s.now())
 			}
 			// Gosched only where partitions may hold every P: with a P
 			// idle, other goroutines run there anyway, and a Gosched

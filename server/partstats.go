@@ -20,7 +20,7 @@ func (p *partition) publish(now int64) {
 
 func (p *partition) stats() PartitionStats {
 	return PartitionStats{Partition: p.id, Clients: p.srv.Clients(), Polled: len(p.polled), Served: p.served,
-		Dozes: p.dozes, Sweeps: p.sweeps, Bells: p.bells, Rings: p.srv.ln.BellRings(p.id), ReplyWrites: p.replyWrites, ReplyErrs: p.errs, KV: p.kv.Stats()}
+		Dozes: p.dozes, CrowdDozes: p.crowdDozes, Sweeps: p.sweeps, Bells: p.bells, Rings: p.srv.ln.BellRings(p.id), ReplyWrites: p.replyWrites, ReplyErrs: p.errs, KV: p.kv.Stats()}
 }
 
 // PartitionStats is what STATS returns for one partition.
@@ -30,9 +30,12 @@ type PartitionStats struct {
 	Polled    int    `json:"polled"` // clients with a request in the last rfp.ActiveHold
 	Served    uint64 `json:"served"`
 	Dozes     uint64 `json:"dozes"`
-	Sweeps    uint64 `json:"sweeps"` // looks at every client (after a ring, before blocking, housekeeping)
-	Bells     uint64 `json:"bells"`  // times the partition found its bell rung
-	Rings     uint64 `json:"rings"`  // rings of its bell (several may be found at once); 0 where the fabric does not count
+	// CrowdDozes are short blocks on the bell instead of yields, while
+	// yields lose the core to other threads for a slice (crowd.go).
+	CrowdDozes uint64 `json:"crowd_dozes"`
+	Sweeps     uint64 `json:"sweeps"` // looks at every client (after a ring, before blocking, housekeeping)
+	Bells      uint64 `json:"bells"`  // times the partition found its bell rung
+	Rings      uint64 `json:"rings"`  // rings of its bell (several may be found at once); 0 where the fabric does not count
 	// ReplyWrites are the WRITEs that carried reply-mode responses: one
 	// per client and pass (two where its ring wraps), not one per request.
 	ReplyWrites uint64   `json:"reply_writes"`

@@ -173,11 +173,14 @@ func (b *Set) WaitBell(i int, d time.Duration) (bool, error) {
 	if b.look(i) { // rung as we raised the flag: its ringer may not have seen it
 		return true, nil
 	}
+	// ppoll, not poll: a waiter may block for microseconds (a partition
+	// on a host with no free core dozes on its bell), and poll's
+	// timeout is in milliseconds.
 	deadline := time.Now().Add(d)
-	ms := max(1, int(d/time.Millisecond))
+	ts := unix.NsecToTimespec(int64(d))
 	pfd := []unix.PollFd{{Fd: int32(b.fds[i]), Events: unix.POLLIN}}
 	for {
-		_, err := unix.Poll(pfd, ms)
+		_, err := unix.Ppoll(pfd, &ts, nil)
 		if err == unix.EINTR {
 			continue
 		}
@@ -195,7 +198,7 @@ func (b *Set) WaitBell(i int, d time.Duration) (bool, error) {
 		if left <= 0 {
 			return false, nil
 		}
-		ms = max(1, int(left/time.Millisecond))
+		ts = unix.NsecToTimespec(int64(left))
 	}
 }
 

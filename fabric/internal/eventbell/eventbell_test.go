@@ -251,3 +251,34 @@ func TestFlagPageNotWritableByPeers(t *testing.T) {
 	}
 	s.pages.flag(1).Store(0)
 }
+
+// WaitBell honours a wait shorter than a millisecond (a partition dozes on
+// its bell for tens of microseconds on a crowded host): poll's timeout
+// would round it up to a whole one. The quickest of ten waits is judged,
+// so a loaded machine does not fail it; and a ring still ends such a wait.
+func TestWaitBellShort(t *testing.T) {
+	s, err := New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	quickest := time.Hour
+	for i := 0; i < 10; i++ {
+		start := time.Now()
+		if rang, err := s.WaitBell(0, 50*time.Microsecond); rang || err != nil {
+			t.Fatalf("WaitBell: %v %v, want a timeout", rang, err)
+		}
+		quickest = min(quickest, time.Since(start))
+	}
+	if quickest < 50*time.Microsecond || quickest >= 900*time.Microsecond {
+		t.Fatalf("quickest of 10 waits of 50µs took %v", quickest)
+	}
+	r := remoteOf(t, s)
+	go func() {
+		time.Sleep(time.Millisecond)
+		r.Ring(0)
+	}()
+	if rang, err := s.WaitBell(0, 10*time.Second); !rang || err != nil {
+		t.Fatalf("WaitBell with a ring: %v %v", rang, err)
+	}
+}
