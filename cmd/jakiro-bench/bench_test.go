@@ -18,6 +18,7 @@ func TestMain(m *testing.M) {
 	serveChildIfRequested()
 	loadChildIfRequested()
 	holdIdleIfRequested()
+	hogIfRequested()
 	os.Exit(m.Run())
 }
 

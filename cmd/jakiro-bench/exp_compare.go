@@ -60,6 +60,8 @@ type system struct {
 	// (srv, with Memcached set); mcThreads: memcached's -t (default 1).
 	door      bool
 	mcThreads int
+	// hogs: CPU-bound processes beside each run phase (exp_busyhost.go).
+	hogs int
 }
 
 // compareSystems: Jakiro at `jakiro server`'s defaults, Jakiro with the
@@ -289,8 +291,13 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 	}
 	for _, th := range threads {
 		p.Set("threadcount", fmt.Sprint(th))
+		h, err := startHogs(s.hogs)
+		if err != nil {
+			return err
+		}
 		cpu0, srv0 := selfCPU(), procCPU(pid)
 		r, err := ycsb.Run(e.Ctx, ycsb.RunConfig{DB: s.db, Props: p, Duration: runDur})
+		h.stop()
 		if err != nil {
 			return fmt.Errorf("%s run: %w", s.name, err)
 		}

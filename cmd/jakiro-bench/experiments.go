@@ -31,6 +31,7 @@ var experiments = []experiment{
 	{"compare", "go-ycsb 95/5 zipfian at 4 and 64 threads: Jakiro at defaults and tuned vs Redis, memcached and a no-op database", runCompare},
 	{"comparetcp", "go-ycsb 95/5 zipfian at 1 and 4 threads over loopback tcp: Jakiro in each mode vs Redis, memcached and a no-op database", runCompareTCP},
 	{"door", "go-ycsb's memcached driver against jakiro server --memcached and memcached -t N (N = partitions), 1 and 2", runDoor},
+	{"busyhost", "go-ycsb 95/5 zipfian at 1 and 4 threads, Jakiro (shm, tcp) and memcached, on a quiet host and beside CPU hogs (one per core but one)", runBusyHost},
 	{"ycsbthreads", "go-ycsb read-only at 8 to 1,024 threads against Jakiro at its defaults", runYCSBThreads},
 	{"callers", "one process, Get from 64 and 1,024 goroutines (own connections, one shared Client) vs one goroutine's batches of 8, GOMAXPROCS 1 and 2: ops/s and client and server CPU per op", runCallers},
 	{"scale", "server partitions vs N load processes x C connections x window W, and the same load from one process at GOMAXPROCS N: ops/s, client and server CPU per op", runScale},

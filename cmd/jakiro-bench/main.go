@@ -40,6 +40,7 @@ func main() {
 	stressChildIfRequested()
 	loadChildIfRequested()
 	holdIdleIfRequested()
+	hogIfRequested()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := newApp().RunContext(ctx, os.Args); err != nil {
