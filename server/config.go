@@ -49,6 +49,13 @@ type Config struct {
 	// one (see rfp.CheckListen).
 	AuthToken string
 	Insecure  bool
+	// DoorProcs runs the process with one P per partition while no RFP
+	// client is connected (procs.go): a server that only the memcached
+	// door uses then has memcached's threads, not the machine's. It
+	// changes runtime.GOMAXPROCS, a setting of the whole process: for a
+	// server process of its own (cmd/jakiro sets it with --memcached
+	// unless GOMAXPROCS is set).
+	DoorProcs bool
 }
 
 // Defaults for the flags of cmd/jakiro (see Config).

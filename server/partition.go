@@ -137,7 +137,7 @@ func (p *partition) run() {
 	s := p.srv
 	bells := s.ln.HasDoorbells() && !s.cfg.IdlePoll
 	spin := newSpin(int64(s.cfg.SpinIdle))
-	crowded := s.cfg.Partitions >= runtime.GOMAXPROCS(0)
+	crowded := s.cfg.Partitions >= s.procs.full // with RFP clients (procs.go)
 	var now, lastWork, bellAt, houseAt, pruneAt int64
 	idlePasses := 0
 	p.startSweep()

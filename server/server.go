@@ -38,6 +38,7 @@ type Server struct {
 	bg        sync.WaitGroup // the reaper
 	reap      chan *peer     // ended peers, for the reaper
 	clients   atomic.Int64
+	procs     *procs // the process's Ps (Config.DoorProcs)
 }
 
 // churnBurst bounds the connection log lines a second.
@@ -56,6 +57,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.bg.Add(1)
 	go s.reaper()
+	s.procs.start()
 	return s, nil
 }
 
@@ -78,7 +80,7 @@ func build(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, ln: ln, store: store, epoch: time.Now(), churn: newRateLog(cfg.Logf, churnBurst), stuckWait: stuckPartitionWait,
-		peers: map[uint32]*peer{}, stop: make(chan struct{}), reap: make(chan *peer, reapBatch)}
+		peers: map[uint32]*peer{}, stop: make(chan struct{}), reap: make(chan *peer, reapBatch), procs: newProcs(cfg.DoorProcs, cfg.Partitions)}
 	empty := []*peer{}
 	s.list.Store(&empty)
 	for i := 0; i < cfg.Partitions; i++ {
@@ -140,6 +142,7 @@ func (s *Server) add(sess *rfp.Session) {
 		return
 	default:
 	}
+	s.procs.connected() // before any partition can see c: it may spin for it
 	s.peers[sess.ID] = c
 	s.publishLocked()
 	s.watchers.Add(1)
@@ -243,6 +246,7 @@ func (s *Server) remove(batch []*peer) {
 		c.sess.Close()
 	}
 	s.clients.Add(-int64(n))
+	s.procs.gone(n)
 }
 
 // Close stops accepting, disconnects every client, stops the partitions
@@ -262,6 +266,7 @@ func (s *Server) shutdown() error {
 	s.mu.Lock()
 	close(s.stop) // under mu: add publishes nothing after this
 	s.mu.Unlock()
+	s.procs.close()
 	for p := range s.parts {
 		s.ln.RingBell(p) // wake partitions blocked on their doorbells
 	}

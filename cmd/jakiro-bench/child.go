@@ -116,7 +116,8 @@ func serveChildIfRequested() {
 		os.Exit(2)
 	}
 	srv, err := server.New(server.Config{Listen: o.Listen, Partitions: o.Partitions, Memory: o.Memory,
-		MaxValue: o.MaxValue, Slots: o.Slots, SpinIdle: o.SpinIdle, IdlePoll: o.IdlePoll, MaxClients: o.MaxClients})
+		MaxValue: o.MaxValue, Slots: o.Slots, SpinIdle: o.SpinIdle, IdlePoll: o.IdlePoll, MaxClients: o.MaxClients,
+		DoorProcs: o.Memcached && os.Getenv("GOMAXPROCS") == ""}) // as `jakiro server --memcached` runs
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(1)

@@ -151,6 +151,10 @@ func runServer(c *cli.Context) error {
 		DozeSleep: c.Duration("doze"), SpinIdle: c.Duration("spin"), IdlePoll: idle == "poll",
 		Fabric:    fabric.Options{Device: c.String("rdma-dev"), SendTimeout: c.Duration("send-timeout")},
 		AuthToken: token, Insecure: c.Bool("insecure"),
+		// With the door and no RFP client, one P per partition, as
+		// memcached -t N has N workers (server/procs.go); an explicit
+		// GOMAXPROCS is the user's.
+		DoorProcs: c.String("memcached") != "" && os.Getenv("GOMAXPROCS") == "",
 	}
 	if !c.Bool("quiet") {
 		cfg.Logf = logger.Printf
