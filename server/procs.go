@@ -32,6 +32,7 @@ type procs struct {
 	clients int         // RFP clients connected
 	shrunk  bool        // running with idle Ps
 	timer   *time.Timer // shrinks after procsIdleAfter without clients
+	armed   uint64      // counts timers: one stopped too late finds itself stale
 	closed  bool
 }
 
@@ -66,6 +67,7 @@ func (p *procs) growLocked() {
 	if p.timer != nil {
 		p.timer.Stop()
 		p.timer = nil
+		p.armed++
 	}
 	if p.shrunk {
 		p.shrunk = false
@@ -90,12 +92,18 @@ func (p *procs) armLocked() {
 	if p.closed || p.timer != nil {
 		return
 	}
-	p.timer = time.AfterFunc(procsIdleAfter, p.shrink)
+	p.armed++
+	armed := p.armed
+	p.timer = time.AfterFunc(procsIdleAfter, func() { p.shrink(armed) })
 }
 
-func (p *procs) shrink() {
+// shrink runs when the timer armed as armed fires.
+func (p *procs) shrink(armed uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if armed != p.armed {
+		return // stopped after it fired, or a newer one is armed
+	}
 	p.timer = nil
 	if p.clients == 0 && !p.shrunk && !p.closed {
 		p.shrunk = true

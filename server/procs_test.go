@@ -22,17 +22,27 @@ func waitProcs(t *testing.T, n int, what string) {
 	}
 }
 
-// A server with DoorProcs runs with one P per partition while no RFP
-// client is connected, grows back before a client's first request is
-// served, shrinks again once it left, and gives the Ps back at Close.
-func TestDoorProcs(t *testing.T) {
+// shrinkable skips a test where GOMAXPROCS is 1, sets procsIdleAfter to
+// idle for it, and restores both after it; it returns the process's Ps.
+func shrinkable(t *testing.T, idle time.Duration) int {
 	full := runtime.GOMAXPROCS(0)
 	if full < 2 {
 		t.Skipf("GOMAXPROCS is %d: there is nothing to shrink", full)
 	}
-	defer runtime.GOMAXPROCS(full)
-	defer func(d time.Duration) { procsIdleAfter = d }(procsIdleAfter)
-	procsIdleAfter = 20 * time.Millisecond
+	saved := procsIdleAfter
+	procsIdleAfter = idle
+	t.Cleanup(func() {
+		procsIdleAfter = saved
+		runtime.GOMAXPROCS(full)
+	})
+	return full
+}
+
+// A server with DoorProcs runs with one P per partition while no RFP
+// client is connected, grows back before a client's first request is
+// served, shrinks again once it left, and gives the Ps back at Close.
+func TestDoorProcs(t *testing.T) {
+	full := shrinkable(t, 20*time.Millisecond)
 	addr := "shm://" + filepath.Join(t.TempDir(), "j.sock")
 	srv, err := New(Config{Listen: addr, Partitions: 1, Memory: 8 << 20, DoorProcs: true})
 	if err != nil {
@@ -72,4 +82,27 @@ func TestDoorProcs(t *testing.T) {
 		t.Fatalf("GOMAXPROCS %d without DoorProcs, want %d", n, full)
 	}
 	srv.Close()
+}
+
+// A timer stopped after it fired (its shrink waiting for the lock while a
+// client came and went) is stale: only the newest one shrinks, on time.
+func TestProcsStaleTimer(t *testing.T) {
+	full := shrinkable(t, time.Hour)
+	p := newProcs(true, 1)
+	p.start()
+	stale := p.armed
+	p.connected()
+	p.gone(1)
+	p.shrink(stale) // the first timer's late run
+	if n := runtime.GOMAXPROCS(0); n != full || p.shrunk {
+		t.Fatalf("a stale timer shrank the Ps to %d", n)
+	}
+	p.shrink(p.armed)
+	if n := runtime.GOMAXPROCS(0); n != 1 {
+		t.Fatalf("the armed timer left GOMAXPROCS at %d, want 1", n)
+	}
+	p.close()
+	if n := runtime.GOMAXPROCS(0); n != full {
+		t.Fatalf("GOMAXPROCS %d after close, want %d", n, full)
+	}
 }
