@@ -53,8 +53,8 @@ type Config struct {
 	// client is connected (procs.go): a server that only the memcached
 	// door uses then has memcached's threads, not the machine's. It
 	// changes runtime.GOMAXPROCS, a setting of the whole process: for a
-	// server process of its own (cmd/jakiro sets it with --memcached
-	// unless GOMAXPROCS is set).
+	// server process of its own (cmd/jakiro sets it with --memcached).
+	// A GOMAXPROCS set in the environment is kept.
 	DoorProcs bool
 }
 

@@ -137,7 +137,7 @@ func (p *partition) run() {
 	s := p.srv
 	bells := s.ln.HasDoorbells() && !s.cfg.IdlePoll
 	spin := newSpin(int64(s.cfg.SpinIdle))
-	crowded := s.cfg.Partitions >= s.procs.full // with RFP clients (procs.go)
+	holdAllPs := s.cfg.Partitions >= s.procs.full // with RFP clients (procs.go)
 	var now, lastWork, bellAt, houseAt, pruneAt int64
 	idlePasses := 0
 	p.startSweep()
@@ -206,7 +206,7 @@ func (p *partition) run() {
 			// idle, other goroutines run there anyway, and a Gosched
 			// would wake a thread for it (a futex and a context switch
 			// each, and the partition often moves to that thread).
-			if idlePasses++; crowded && idlePasses&yieldMask == 0 {
+			if idlePasses++; holdAllPs && idlePasses&yieldMask == 0 {
 				runtime.Gosched()
 			}
 			continue

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -36,9 +37,11 @@ type procs struct {
 	closed  bool
 }
 
+// newProcs: an explicit GOMAXPROCS in the environment is the user's
+// choice, and is kept.
 func newProcs(on bool, partitions int) *procs {
 	full := runtime.GOMAXPROCS(0)
-	return &procs{on: on && partitions < full, full: full, idle: partitions}
+	return &procs{on: on && partitions < full && os.Getenv("GOMAXPROCS") == "", full: full, idle: partitions}
 }
 
 // start arms the first shrink: the server has no client yet.

@@ -22,18 +22,19 @@ func waitProcs(t *testing.T, n int, what string) {
 	}
 }
 
-// shrinkable skips a test where GOMAXPROCS is 1, sets procsIdleAfter to
-// idle for it, and restores both after it; it returns the process's Ps.
+// shrinkable gives the test process at least 2 Ps (Ps are not cores:
+// a 1-P process has nothing to shrink, so the test makes it 2), sets
+// procsIdleAfter to idle, and restores both after the test; it returns
+// the Ps the test runs with.
 func shrinkable(t *testing.T, idle time.Duration) int {
-	full := runtime.GOMAXPROCS(0)
-	if full < 2 {
-		t.Skipf("GOMAXPROCS is %d: there is nothing to shrink", full)
-	}
-	saved := procsIdleAfter
+	t.Setenv("GOMAXPROCS", "") // a GOMAXPROCS of the environment is kept (TestProcsKeepsEnv)
+	saved, savedIdle := runtime.GOMAXPROCS(0), procsIdleAfter
+	full := max(2, saved)
+	runtime.GOMAXPROCS(full)
 	procsIdleAfter = idle
 	t.Cleanup(func() {
-		procsIdleAfter = saved
-		runtime.GOMAXPROCS(full)
+		procsIdleAfter = savedIdle
+		runtime.GOMAXPROCS(saved)
 	})
 	return full
 }
@@ -104,5 +105,19 @@ func TestProcsStaleTimer(t *testing.T) {
 	p.close()
 	if n := runtime.GOMAXPROCS(0); n != full {
 		t.Fatalf("GOMAXPROCS %d after close, want %d", n, full)
+	}
+}
+
+// A GOMAXPROCS the user set in the environment is theirs: DoorProcs
+// leaves it.
+func TestProcsKeepsEnv(t *testing.T) {
+	shrinkable(t, time.Hour)
+	t.Setenv("GOMAXPROCS", "2")
+	if p := newProcs(true, 1); p.on {
+		t.Fatal("DoorProcs on with GOMAXPROCS set in the environment")
+	}
+	t.Setenv("GOMAXPROCS", "")
+	if p := newProcs(true, 1); !p.on {
+		t.Fatal("DoorProcs off without GOMAXPROCS in the environment")
 	}
 }

@@ -152,9 +152,8 @@ func runServer(c *cli.Context) error {
 		Fabric:    fabric.Options{Device: c.String("rdma-dev"), SendTimeout: c.Duration("send-timeout")},
 		AuthToken: token, Insecure: c.Bool("insecure"),
 		// With the door and no RFP client, one P per partition, as
-		// memcached -t N has N workers (server/procs.go); an explicit
-		// GOMAXPROCS is the user's.
-		DoorProcs: c.String("memcached") != "" && os.Getenv("GOMAXPROCS") == "",
+		// memcached -t N has N workers (server/procs.go).
+		DoorProcs: c.String("memcached") != "",
 	}
 	if !c.Bool("quiet") {
 		cfg.Logf = logger.Printf
