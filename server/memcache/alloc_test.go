@@ -19,12 +19,12 @@ func (r *replayConn) Write(b []byte) (int, error) { return len(b), nil }
 // somekey, fed req.
 func roundConn(tb testing.TB, req string) *conn {
 	d := fuzzDoor(tb)
-	if err := newConn(d, &replayConn{req: []byte(roundCases[1].req)}).round(); err != nil {
+	if err := newConn(d, &replayConn{req: []byte(roundCases[1].req)}).round(0); err != nil {
 		tb.Fatal(err)
 	}
 	c := newConn(d, &replayConn{req: []byte(req)})
 	for range 3 { // grow the pools and buffers first
-		if err := c.round(); err != nil {
+		if err := c.round(0); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -46,7 +46,7 @@ func TestRoundAllocs(t *testing.T) {
 	for _, tc := range roundCases {
 		c := roundConn(t, tc.req)
 		if n := testing.AllocsPerRun(100, func() {
-			if err := c.round(); err != nil {
+			if err := c.round(0); err != nil {
 				t.Fatal(err)
 			}
 		}); n != 0 {
@@ -61,7 +61,7 @@ func BenchmarkRound(b *testing.B) {
 			c := roundConn(b, tc.req)
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := c.round(); err != nil && err != io.EOF {
+				if err := c.round(0); err != nil && err != io.EOF {
 					b.Fatal(err)
 				}
 			}

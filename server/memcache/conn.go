@@ -31,6 +31,17 @@ type conn struct {
 	armedIn   bool      // it was set in this round
 	writeAt   time.Time // when the write deadline was last set
 
+	// The pump (pump.go): reads that never wait, inside RawConn.Read.
+	pumping bool                      // reads go to readNow
+	readNow func([]byte) (int, error) // the socket's non-blocking read
+	fd      uintptr                   // the socket, while pumping
+	drained bool                      // the last read left the socket empty
+	pumpErr error                     // what ended the pump, if anything
+	pumpCB  func(fd uintptr) bool     // pumpFn, bound once
+	// waitRead calls its argument, waiting for readability each time it
+	// returns false (the socket's RawConn.Read); nil: no pump.
+	waitRead func(func(fd uintptr) bool) error
+
 	pool  []*Cmd // reused between rounds; the round's are pool[:used]
 	used  int
 	reqs  []request
@@ -90,8 +101,10 @@ func newConn(d *Door, nc net.Conn) *conn {
 		parts: make([][]*Cmd, d.be.Partitions()), bs: make([]Batch, d.be.Partitions()), g: newGroup(),
 		authed: d.cfg.AuthToken == ""}
 	if r := newRawIO(nc); r != nil {
-		c.sock = r
+		c.sock, c.waitRead = r, r.rc.Read
 	}
+	c.readNow = func(p []byte) (int, error) { return sysRead(c.fd, p) }
+	c.pumpCB = c.pumpFn
 	c.r = bufio.NewReaderSize(boundedReader{c}, bufSize)
 	c.w = bufio.NewWriterSize(c.sock, bufSize)
 	return c
@@ -99,7 +112,16 @@ func newConn(d *Door, nc net.Conn) *conn {
 
 func (c *conn) serve() {
 	for !c.quit {
-		if err := c.round(); err != nil {
+		if c.waitRead != nil && c.r.Buffered() == 0 {
+			c.drained, c.pumpErr, c.pumping = false, nil, true
+			err := c.waitRead(c.pumpCB)
+			c.pumping = false
+			if err != nil || c.pumpErr != nil || c.quit {
+				return
+			}
+			// An incomplete request is buffered: round() waits for its rest.
+		}
+		if err := c.round(0); err != nil {
 			return
 		}
 	}
@@ -124,8 +146,9 @@ func (c *conn) keyed(m *Cmd, key []byte) {
 	m.Part = c.d.be.PartitionOf(m.Hash)
 }
 
-// round reads, runs and answers one round of requests.
-func (c *conn) round() error {
+// round reads, runs and answers one round of requests; with limit > 0,
+// of those in the first limit buffered bytes (the pump's).
+func (c *conn) round(limit int) error {
 	c.used, c.reqs = 0, c.reqs[:0]
 	// Idle: wait for a first byte without a deadline (memcached clients
 	// keep connections open; Close ends the wait). Then the rest of the
@@ -137,6 +160,7 @@ func (c *conn) round() error {
 		}
 	}
 	c.midRound = true
+	start := c.r.Buffered()
 	var perr error
 	for {
 		b, err := c.r.Peek(1)
@@ -149,7 +173,8 @@ func (c *conn) round() error {
 		} else {
 			perr = c.parseASCII()
 		}
-		if perr != nil || c.quit || c.r.Buffered() == 0 || c.used >= maxRoundCmds {
+		if perr != nil || c.quit || c.r.Buffered() == 0 || c.used >= maxRoundCmds ||
+			limit > 0 && start-c.r.Buffered() >= limit {
 			break
 		}
 	}

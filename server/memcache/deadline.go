@@ -19,6 +19,12 @@ type boundedReader struct{ c *conn }
 func (b boundedReader) Read(p []byte) (int, error) {
 	c := b.c
 	switch {
+	case c.pumping:
+		if c.readArmed {
+			c.nc.SetReadDeadline(time.Time{})
+			c.readArmed = false
+		}
+		return c.pumpRead(p)
 	case c.midRound && !c.armedIn:
 		c.nc.SetReadDeadline(time.Now().Add(c.d.cfg.ReadTimeout))
 		c.readArmed, c.armedIn = true, true

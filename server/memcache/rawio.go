@@ -1,7 +1,6 @@
 package memcache
 
 import (
-	"io"
 	"net"
 	"syscall"
 	"unsafe"
@@ -56,22 +55,8 @@ func (r *rawIO) Read(p []byte) (int, error) {
 
 // read is called by the RawConn's Read: false to wait for readability.
 func (r *rawIO) read(fd uintptr) bool {
-	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.p[0])), uintptr(len(r.p)))
-		switch e {
-		case 0:
-			if r.n = int(n); n == 0 {
-				r.err = io.EOF
-			}
-			return true
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
-		}
-		r.err = e
-		return true
-	}
+	r.n, r.err = sysRead(fd, r.p)
+	return r.err != errWouldBlock
 }
 
 func (r *rawIO) Write(p []byte) (int, error) {

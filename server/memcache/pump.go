@@ -1,0 +1,162 @@
+package memcache
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"syscall"
+	"unsafe"
+)
+
+// A connection on a socket waits for its clients inside one call of the
+// socket's RawConn.Read, the pump, instead of one net-style Read per round.
+// Each RawConn.Read starts by clearing the netpoller's record that the
+// socket became readable, so its first look must be a read, and between
+// request-and-answer rounds that read finds nothing: one system call of
+// four per command, which memcached does not make. Within one
+// RawConn.Read the record is kept across waits: after a read that did not
+// fill the buffer (the socket was drained), the pump waits for the next
+// readiness without reading, and a request that arrived meanwhile has set
+// it already.
+//
+// Inside the callback nothing may wait on the socket (a nested read would
+// wait for the read lock this call holds), so the pump runs rounds only
+// over requests whose bytes are all buffered (complete); a request that
+// is not is finished by round() outside the pump, with its reads bounded
+// as before. complete is conservative: it may call a request incomplete
+// that the parser would finish from the buffer (that only costs the slow
+// path), never the reverse (FuzzComplete).
+
+var (
+	// errWouldBlock: the pump's non-blocking read found nothing.
+	errWouldBlock = errors.New("memcache: nothing to read")
+	// errPumpShort: a parser wanted bytes complete did not count (a bug:
+	// the connection is closed rather than left to wait in the callback).
+	errPumpShort = errors.New("memcache: request longer than scanned")
+)
+
+// pump runs the rounds that the bytes read without waiting complete; true
+// to wait for readability and be called again. False: c.pumpErr ended the
+// connection, it quit, or an incomplete request is buffered (round()).
+func (c *conn) pump() (wait bool) {
+	for {
+		c.midRound = false
+		if c.r.Buffered() == 0 {
+			if c.drained {
+				c.drained = false
+				return true
+			}
+			if _, err := c.r.Peek(1); err != nil {
+				if err == errWouldBlock {
+					return true
+				}
+				c.pumpErr = err
+				return false
+			}
+		}
+		n := c.complete()
+		if n == 0 {
+			return false
+		}
+		if err := c.round(n); err != nil {
+			c.pumpErr = err
+			return false
+		}
+		if c.quit {
+			return false
+		}
+	}
+}
+
+// pumpRead is the pump's read: never waits. It notes a read that did not
+// fill p: the socket held no more then.
+func (c *conn) pumpRead(p []byte) (int, error) {
+	if c.midRound {
+		return 0, errPumpShort
+	}
+	n, err := c.readNow(p)
+	c.drained = err == nil && n > 0 && n < len(p)
+	return n, err
+}
+
+// pumpFn is the RawConn.Read callback: false to wait for readability.
+func (c *conn) pumpFn(fd uintptr) bool {
+	c.fd = fd
+	return !c.pump()
+}
+
+// sysRead reads a non-blocking socket once: errWouldBlock when it is empty.
+func sysRead(fd uintptr, p []byte) (int, error) {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch e {
+		case 0:
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return 0, errWouldBlock
+		}
+		return 0, e
+	}
+}
+
+// complete is how many leading buffered bytes hold whole requests (0: the
+// first is not whole, or complete cannot tell).
+func (c *conn) complete() int {
+	b, _ := c.r.Peek(c.r.Buffered())
+	total := 0
+	for len(b) > 0 {
+		n := c.requestLen(b)
+		if n <= 0 || n > len(b) {
+			break
+		}
+		total += n
+		b = b[n:]
+	}
+	return total
+}
+
+// requestLen is the length of the request b starts with, as the parsers
+// read it, when that is known from b: 0 when it is not (a line without
+// its end), past len(b) when its data is still to come.
+func (c *conn) requestLen(b []byte) int {
+	if b[0] == binaryReq {
+		if len(b) < headerLen {
+			return 0
+		}
+		return headerLen + int(binary.BigEndian.Uint32(b[8:12]))
+	}
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return 0
+	}
+	line := b[:i+1]
+	c.tokenize(line)
+	if len(c.toks) < 5 || !storageVerb(c.toks[0]) {
+		return len(line)
+	}
+	// A storage command reads its data block when its length parses
+	// (whatever else is wrong with the line, asciiStore may skip it).
+	size, ok := parseInt(c.toks[4])
+	if !ok || size < 0 {
+		return len(line)
+	}
+	if size > maxSwallow {
+		return 0
+	}
+	return len(line) + int(size) + 2
+}
+
+// storageVerb: a command with a data block.
+func storageVerb(verb []byte) bool {
+	switch string(verb) {
+	case "set", "add", "replace", "append", "prepend", "cas":
+		return true
+	}
+	return false
+}
