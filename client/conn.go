@@ -29,6 +29,7 @@ type conn struct {
 	inboxLen atomic.Int32 // calls in the inbox
 	shut     atomic.Bool  // closed: no more calls (set under inMu)
 	listed   atomic.Bool  // in g's busy set (or on its way there)
+	gather   bool         // a post is a system call (tcp): group.go's gathering
 
 	mu       sync.Mutex
 	fc       fabric.Conn
@@ -126,7 +127,7 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 		return nil, fmt.Errorf("jakiro: dial %s: %w", addr, err)
 	}
 	l := link.Welcome.Layout
-	return &conn{fc: link.Conn, ringer: ringer, watcher: watcher, eng: eng, layout: l, g: g,
+	return &conn{fc: link.Conn, ringer: ringer, watcher: watcher, eng: eng, layout: l, g: g, gather: ecfg.SoftNIC,
 		comps: make([]fabric.Completion, pollBatch), slotCall: make([]*call, l.Partitions*l.Slots),
 		fifo: make([]callQueue, l.Partitions)}, nil
 }
@@ -208,23 +209,30 @@ func (c *conn) enqueue(calls ...*call) error {
 	c.inbox = append(c.inbox, calls...)
 	c.inboxLen.Add(int32(len(calls)))
 	c.inMu.Unlock()
+	if c.gather {
+		c.g.gatherWant.Add(-1) // one caller back (or a new one)
+	}
 	c.g.announce(c)
 	return nil
 }
 
 // step is the driver's turn at this connection: queued calls into the
-// rings, then one step of the engine, answers to their callers (woken,
-// but the driver's own), and the requests that answers made room for
-// posted at once. It reports the callers woken, whether it rang a blocked
-// partition, whether nothing is left in flight or queued, and whether the
-// connection has room its callers' next requests could take at once.
-func (c *conn) step(driver *waiter, now int64) (woke int, rang, idle, hungry bool) {
-	if c.posted == 0 && c.queued == 0 && now < c.nextDue && c.inboxLen.Load() == 0 && !c.shut.Load() {
+// rings (unless hold: the driver gathers them, group.go), then one step of
+// the engine, answers to their callers (woken, but the driver's own), and
+// the requests that answers made room for posted at once. It reports the
+// callers woken, whether it rang a blocked partition, whether nothing is
+// left in flight or queued, and whether the connection has room its
+// callers' next requests could take at once.
+func (c *conn) step(driver *waiter, now int64, hold bool) (woke int, rang, idle, hungry bool) {
+	hold = hold && c.gather
+	if c.posted == 0 && c.queued == 0 && now < c.nextDue && (hold || c.inboxLen.Load() == 0) && !c.shut.Load() {
 		return 0, false, false, false // nothing due: its answers are not fetched yet
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.takeInbox()
+	if !hold {
+		c.takeInbox()
+	}
 	if c.closed {
 		return c.failLocked(ErrClosed, driver), false, true, false
 	}

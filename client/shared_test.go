@@ -115,13 +115,57 @@ func TestCloseWakesSharers(t *testing.T) {
 	}
 }
 
+// TestGatherBounded: on tcp the driver holds new calls while callers it
+// answered together have not called again; callers that went away instead
+// hold the others up for a moment only (gatherNS), never for good.
+func TestGatherBounded(t *testing.T) {
+	c := dial(t, startServer(t, "tcp"))
+	key := []byte("gather")
+	if err := c.Put(context.Background(), key, []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	get := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := c.Get(ctx, key)
+		return err
+	}
+	for round := range 200 {
+		// Eight callers at once, answered together; all but one leave.
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs <- get() }()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		for i := range 3 {
+			if err := get(); err != nil {
+				t.Fatalf("round %d, a caller after them, call %d: %v", round, i, err)
+			}
+		}
+	}
+}
+
 // BenchmarkSharedGet: GETs from many goroutines over one Client, against
 // an in-process server (the shape of an application with one client and
 // a goroutine per request).
+// On tcp, fabricops/op shows the driver gathering the calls of callers
+// answered together into one post (group.go).
 func BenchmarkSharedGet(b *testing.B) {
-	for _, goroutines := range []int{4, 64, 1024} {
-		b.Run(fmt.Sprintf("goroutines%d", goroutines), func(b *testing.B) {
-			c := dial(b, startServer(b, "shm"))
+	for _, bc := range []struct {
+		fab        string
+		goroutines int
+	}{{"shm", 4}, {"shm", 64}, {"shm", 1024}, {"tcp", 4}, {"tcp", 64}} {
+		goroutines := bc.goroutines
+		b.Run(fmt.Sprintf("%s/goroutines%d", bc.fab, goroutines), func(b *testing.B) {
+			c := dial(b, startServer(b, bc.fab))
 			ctx := context.Background()
 			key := []byte("shared-bench")
 			if err := c.Put(ctx, key, make([]byte, 32), 0); err != nil {
