@@ -27,9 +27,14 @@ type conn struct {
 	queued   int          // the driver's: calls waiting for room in a ring
 	nextDue  int64        // the driver's: when the engine next has work
 	inboxLen atomic.Int32 // calls in the inbox
-	shut     atomic.Bool  // closed: no more calls (set under inMu)
-	listed   atomic.Bool  // in g's busy set (or on its way there)
-	gather   bool         // a post is a system call (tcp): group.go's gathering
+	// Gathering (a post is a system call: tcp): callers the driver woke
+	// whose next call has not come, and until when it holds the calls
+	// that did (the driver's), so that they go out in one post.
+	gatherWant atomic.Int32
+	gatherTill int64
+	shut       atomic.Bool // closed: no more calls (set under inMu)
+	listed     atomic.Bool // in g's busy set (or on its way there)
+	gather     bool        // a post is a system call (tcp): gather calls
 
 	mu       sync.Mutex
 	fc       fabric.Conn
@@ -210,21 +215,20 @@ func (c *conn) enqueue(calls ...*call) error {
 	c.inboxLen.Add(int32(len(calls)))
 	c.inMu.Unlock()
 	if c.gather {
-		c.g.gatherWant.Add(-1) // one caller back (or a new one)
+		c.gatherWant.Add(-1) // one caller back (or a new one)
 	}
 	c.g.announce(c)
 	return nil
 }
 
 // step is the driver's turn at this connection: queued calls into the
-// rings (unless hold: the driver gathers them, group.go), then one step of
-// the engine, answers to their callers (woken, but the driver's own), and
+// rings (unless it gathers them), then one step of the engine, answers to their callers (woken, but the driver's own), and
 // the requests that answers made room for posted at once. It reports the
 // callers woken, whether it rang a blocked partition, whether nothing is
 // left in flight or queued, and whether the connection has room its
 // callers' next requests could take at once.
-func (c *conn) step(driver *waiter, now int64, hold bool) (woke int, rang, idle, hungry bool) {
-	hold = hold && c.gather
+func (c *conn) step(driver *waiter, now int64) (woke int, rang, idle, hungry bool) {
+	hold := c.gather && !c.shut.Load() && c.holding(now)
 	if c.posted == 0 && c.queued == 0 && now < c.nextDue && (hold || c.inboxLen.Load() == 0) && !c.shut.Load() {
 		return 0, false, false, false // nothing due: its answers are not fetched yet
 	}
@@ -253,9 +257,26 @@ func (c *conn) step(driver *waiter, now int64, hold bool) (woke int, rang, idle,
 	if err != nil {
 		woke += c.failLocked(fmt.Errorf("jakiro: connection failed: %w", err), driver)
 	}
+	if c.gather && woke > 0 && c.gatherWant.Add(int32(woke)) == int32(woke) {
+		c.gatherTill = now + gatherNS
+	}
 	rang, c.wokeBell = c.wokeBell, false
 	c.nextDue = c.eng.Next()
 	return woke, rang, c.eng.Active() == 0 && c.queued == 0, c.queued == 0
+}
+
+// holding: callers woken here have not all called again, and the driver
+// holds the calls of those that did (for gatherNS at most).
+func (c *conn) holding(now int64) bool {
+	want := c.gatherWant.Load()
+	if want == 0 {
+		return false
+	}
+	if want < 0 || now >= c.gatherTill {
+		c.gatherWant.Store(0) // callers that were not woken came too, or time is up
+		return false
+	}
+	return true
 }
 
 // takeInbox moves the callers' new calls into the partitions' queues.
@@ -350,6 +371,18 @@ func (c *conn) handTo(w *waiter) bool {
 	for p := range c.fifo {
 		q := &c.fifo[p]
 		for _, cl := range q.q[q.h:] {
+			if cl.w != w && cl.state.Load() == callQueued && cl.w.hand() {
+				return true
+			}
+		}
+	}
+	if c.gather && c.inboxLen.Load() > 0 {
+		// Calls held while their driver gathers (holding): one of their
+		// callers drives on, so the driver leaves now, and its own next
+		// call is one of those awaited.
+		c.inMu.Lock()
+		defer c.inMu.Unlock()
+		for _, cl := range c.inbox {
 			if cl.w != w && cl.state.Load() == callQueued && cl.w.hand() {
 				return true
 			}

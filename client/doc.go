@@ -16,7 +16,10 @@
 // moves every queued request of the group's connections into their rings
 // (one WRITE per partition for all of them), polls the answers and
 // wakes exactly the callers they belong to; when its own answers are in
-// it hands the role to a caller still waiting. A group with nothing in
+// it hands the role to a caller still waiting. Over tcp, where a post is
+// a send, it holds the new calls of callers it answered together until
+// they have all called again (20 µs at most), so they share one send. A
+// group with nothing in
 // flight spins nowhere, and a process spins on at most as many cores as
 // it has groups, so a client on the server's machine (shm, loopback tcp)
 // leaves the server's partitions the cores they need. Nothing the whole

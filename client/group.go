@@ -38,13 +38,7 @@ type pollGroup struct {
 	// core away (each connection tells its engine at its next step).
 	active []*conn
 	yields uint32
-
-	// Gathering, on connections where a post is a system call (tcp):
-	// callers woken whose next call has not come yet, and until when the
-	// driver holds the calls that did come, so that they go out together.
-	gatherWant atomic.Int32
-	gatherTill atomic.Int64
-	_          [64]byte
+	_      [64]byte
 }
 
 // groups are the process's poll groups: $JAKIRO_POLL_GROUPS, else half
@@ -107,9 +101,9 @@ const (
 	// yielded: a Gosched that kept the driver away this long gave its
 	// core to others.
 	yieldedNS = 1_000
-	// gather: at most how long the driver holds the calls of callers
-	// it woke while others it woke have not called again, where a post
-	// is a system call (tcp). Callers answered together (a reply of one
+	// gather: at most how long the driver holds a connection's new
+	// calls while callers it woke there have not all called again, where
+	// a post is a system call (tcp: conn.gather). Callers answered together (a reply of one
 	// server pass) mostly call again within microseconds; each post on
 	// loopback tcp costs ~15 us of CPU (its send runs the receiver's TCP
 	// input too). Their calls in one post instead of one each measured
@@ -187,28 +181,15 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 
 // pass is one step of every busy connection: queued requests into the
 // rings, posts, completions, answers to their callers (woken, but w, the
-// driver). While callers it woke on a gathering connection have not all
-// called again (for gatherNS at most), its connections' new calls wait.
-// It reports how many callers it woke, whether it rang a blocked
+// driver). It reports how many callers it woke, whether it rang a blocked
 // partition, whether a connection has room and nothing queued for it,
 // and the clock it read.
 func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry bool, now int64) {
 	g.takeIncoming()
 	now = clock()
-	hold := false
-	if want := g.gatherWant.Load(); want != 0 {
-		if want < 0 || now >= g.gatherTill.Load() {
-			g.gatherWant.Store(0) // callers that were not woken came too
-		} else {
-			hold = true
-		}
-	}
 	for i := 0; i < len(g.active); {
 		cn := g.active[i]
-		n, bell, idle, room := cn.step(w, now, hold)
-		if n > 0 && cn.gather && g.gatherWant.Add(int32(n)) == int32(n) {
-			g.gatherTill.Store(now + gatherNS)
-		}
+		n, bell, idle, room := cn.step(w, now)
 		woke += n
 		rang = rang || bell
 		hungry = hungry || room && n > 0
