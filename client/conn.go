@@ -222,14 +222,16 @@ func (c *conn) enqueue(calls ...*call) error {
 }
 
 // step is the driver's turn at this connection: queued calls into the
-// rings (unless it gathers them), then one step of the engine, answers to their callers (woken, but the driver's own), and
-// the requests that answers made room for posted at once. It reports the
-// callers woken, whether it rang a blocked partition, whether nothing is
-// left in flight or queued, and whether the connection has room its
-// callers' next requests could take at once.
+// rings (unless it holds them, gathering), then one step of the engine,
+// answers to their callers (woken, but the driver's own), and the requests
+// that answers made room for posted at once. It reports the callers woken,
+// whether it rang a blocked partition, whether nothing is left in flight
+// or queued, and whether the connection has room its callers' next
+// requests could take at once.
 func (c *conn) step(driver *waiter, now int64) (woke int, rang, idle, hungry bool) {
-	hold := c.gather && !c.shut.Load() && c.holding(now)
-	if c.posted == 0 && c.queued == 0 && now < c.nextDue && (hold || c.inboxLen.Load() == 0) && !c.shut.Load() {
+	shut := c.shut.Load()
+	hold := c.gather && !shut && c.holding(now)
+	if c.posted == 0 && c.queued == 0 && now < c.nextDue && (hold || c.inboxLen.Load() == 0) && !shut {
 		return 0, false, false, false // nothing due: its answers are not fetched yet
 	}
 	c.mu.Lock()

@@ -18,11 +18,11 @@
 // wakes exactly the callers they belong to; when its own answers are in
 // it hands the role to a caller still waiting. Over tcp, where a post is
 // a send, it holds the new calls of callers it answered together until
-// they have all called again (20 µs at most), so they share one send. A
-// group with nothing in
-// flight spins nowhere, and a process spins on at most as many cores as
-// it has groups, so a client on the server's machine (shm, loopback tcp)
-// leaves the server's partitions the cores they need. Nothing the whole
+// they have all called again (20 µs at most), so they share one send.
+// A group with nothing in flight spins nowhere, and a process spins on
+// at most as many cores as it has groups, so a client on the server's
+// machine (shm, loopback tcp) leaves the server's partitions the cores
+// they need. Nothing the whole
 // process shares is written on the operation path. For throughput from
 // one goroutine, a Batch pipelines many operations over every partition's
 // window at once. Mode (auto, rfp, reply, hybrid) and the remote fetch

@@ -131,7 +131,8 @@ func TestGatherBounded(t *testing.T) {
 		return err
 	}
 	for round := range 200 {
-		// Eight callers at once, answered together; all but one leave.
+		// Eight callers at once, answered together, then gone: the calls
+		// after them wait for callers that never call again.
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)
 		for range 8 {
@@ -155,9 +156,8 @@ func TestGatherBounded(t *testing.T) {
 
 // BenchmarkSharedGet: GETs from many goroutines over one Client, against
 // an in-process server (the shape of an application with one client and
-// a goroutine per request).
-// On tcp, fabricops/op shows the driver gathering the calls of callers
-// answered together into one post (group.go).
+// a goroutine per request). On tcp, fabricops/op shows the driver
+// gathering the calls of callers answered together into one post.
 func BenchmarkSharedGet(b *testing.B) {
 	for _, bc := range []struct {
 		fab        string

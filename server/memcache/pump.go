@@ -26,7 +26,7 @@ import (
 // is not is finished by round() outside the pump, with its reads bounded
 // as before. complete is conservative: it may call a request incomplete
 // that the parser would finish from the buffer (that only costs the slow
-// path), never the reverse (FuzzComplete).
+// path), never the reverse (FuzzPump).
 
 var (
 	// errWouldBlock: the pump's non-blocking read found nothing.
