@@ -1,10 +1,6 @@
 package main
 
-import (
-	"fmt"
-
-	"github.com/jakiro-kv/jakiro/ycsb"
-)
+import "fmt"
 
 // doorPairs: the memcached door of a server of N partitions against
 // memcached -t N, under the same go-ycsb memcached driver at 4 load
@@ -22,7 +18,8 @@ func runDoor(e *env) error {
 	records := min(e.Keys, int(base.GetInt64("recordcount", 100000)))
 	type point struct {
 		ops, cpu, srv []float64 // ops/s, client and server CPU µs per op
-		last          *ycsb.Result
+		p50, p99      []float64 // µs, per repetition
+		errs          int64
 	}
 	pts := map[string]*point{}
 	// The door's server as a user starts it (the machine's GOMAXPROCS),
@@ -47,7 +44,9 @@ func runDoor(e *env) error {
 				if err := compareOne(e, s, base, records, []int{pair.threads}, runDur, rep, func(_ int, r compareResult) {
 					pt.ops = append(pt.ops, r.OpsPerSec())
 					pt.cpu, pt.srv = append(pt.cpu, r.cpuPerOp()), append(pt.srv, r.serverPerOp())
-					pt.last = r.Result
+					pt.p50 = append(pt.p50, float64(r.Total.ValueAtQuantile(50))/1e3)
+					pt.p99 = append(pt.p99, float64(r.Total.ValueAtQuantile(99))/1e3)
+					pt.errs += r.Errors
 				}); err != nil {
 					return err
 				}
@@ -60,7 +59,7 @@ func runDoor(e *env) error {
 			fmt.Sprintf("go-ycsb v1.0.1 core workload in this process through jakiro-bench's gomemcache driver (memcached ascii protocol) for both systems; run phase bounded to %v per point; each point the median of %d interleaved repetitions (min, max beside)", runDur, e.reps()),
 			"jakiro-door-pN: a jakiro server process (shm listener, no RFP client) with N partitions and its memcached door on 127.0.0.1, at the machine's GOMAXPROCS, as `jakiro server --partitions N --memcached` runs (which, a second after start with no RFP client, runs with one P per partition: server/procs.go); jakiro-door-pN-gomaxprocsN: the same at GOMAXPROCS N (one P per partition, as memcached -t N has N workers)",
 			"memcached-tN: memcached -t N -m 512 -U 0 on 127.0.0.1",
-			"latency columns: the last repetition's; client_us_per_op, server_us_per_op: the load generator's and the server process's CPU per operation (the server's from /proc in 10 ms ticks, every thread), medians; *_vs_memcached: the door's median over memcached's at the same threads (p50: the last repetitions')"}}
+			"p50_us, p99_us: medians over the repetitions of each one's percentile; errors: summed over them; client_us_per_op, server_us_per_op: the load generator's and the server process's CPU per operation (the server's from /proc in 10 ms ticks, every thread), medians; *_vs_memcached: the door's median over memcached's at the same threads"}}
 	bars := []series{{Name: "jakiro door (defaults)"}, {Name: "jakiro door (GOMAXPROCS = partitions)"}, {Name: "memcached -t N"}}
 	var labels []string
 	for k, pair := range doorPairs {
@@ -74,16 +73,16 @@ func runDoor(e *env) error {
 			vsOps, vsP50, vsSrv := "", "", ""
 			if i < len(ss)-1 {
 				vsOps = fmt.Sprintf("%.2f", sp.Med/spreadOf(mc.ops).Med)
-				vsP50 = fmt.Sprintf("%.2f", float64(pt.last.Total.ValueAtQuantile(50))/float64(mc.last.Total.ValueAtQuantile(50)))
+				vsP50 = fmt.Sprintf("%.2f", spreadOf(pt.p50).Med/spreadOf(mc.p50).Med)
 				vsSrv = fmt.Sprintf("%.2f", spreadOf(pt.srv).Med/spreadOf(mc.srv).Med)
 			}
-			t.add(append(append([]any{s.name, pair.partitions, pair.threads, sp.N}, sp.vals()...), float64(pt.last.Total.ValueAtQuantile(50))/1e3,
-				float64(pt.last.Total.ValueAtQuantile(99))/1e3, pt.last.Errors, spreadOf(pt.cpu).Med, spreadOf(pt.srv).Med, vsOps, vsP50, vsSrv)...)
+			t.add(append(append([]any{s.name, pair.partitions, pair.threads, sp.N}, sp.vals()...), spreadOf(pt.p50).Med,
+				spreadOf(pt.p99).Med, pt.errs, spreadOf(pt.cpu).Med, spreadOf(pt.srv).Med, vsOps, vsP50, vsSrv)...)
 		}
 		for _, s := range ss[:len(ss)-1] {
 			door := spreadOf(pts[s.name].ops).Med
-			e.logf("  %d partitions/threads, %d load threads: %s %.0f ops/s = %.2fx memcached, server CPU %.2f µs/op = %.2fx memcached's", pair.partitions, pair.threads,
-				s.name, door, door/spreadOf(mc.ops).Med, spreadOf(pts[s.name].srv).Med, spreadOf(pts[s.name].srv).Med/spreadOf(mc.srv).Med)
+			e.logf("  %d partitions/threads, %d load threads: %s %.0f ops/s = %.2fx memcached, p50 %.2fx, server CPU %.2f µs/op = %.2fx memcached's", pair.partitions, pair.threads,
+				s.name, door, door/spreadOf(mc.ops).Med, spreadOf(pts[s.name].p50).Med/spreadOf(mc.p50).Med, spreadOf(pts[s.name].srv).Med, spreadOf(pts[s.name].srv).Med/spreadOf(mc.srv).Med)
 		}
 	}
 	png := e.png("door")
