@@ -20,9 +20,10 @@ type shape struct {
 // shapeResult is a shaped point's measurement, summed over its processes.
 type shapeResult struct {
 	Mops         float64
-	ClientUSOp   float64 // load processes' CPU µs per operation
-	ServerUSOp   float64 // the server process's CPU µs per operation
-	P50US, P99US float64 // of the first process
+	ClientUSOp   float64  // load processes' CPU µs per operation
+	ServerUSOp   float64  // the server process's CPU µs per operation
+	P50US, P99US float64  // of the first process
+	Sched        schedLat // of the first process
 	// The first process's client counters per operation.
 	FabricOps, Retries, Rings float64
 }
@@ -71,7 +72,7 @@ func (e *env) runShape(sh shape, keys, serverPid int) (shapeResult, error) {
 		ops += r.Ops
 		cpu += r.CPUNS
 		if i == 0 {
-			res.P50US, res.P99US = r.P50US, r.P99US
+			res.P50US, res.P99US, res.Sched = r.P50US, r.P99US, r.Sched
 			res.FabricOps, res.Retries, res.Rings = r.FabricOps, r.Retries, r.Rings
 		}
 	}
@@ -96,7 +97,10 @@ func (rs shapeRuns) med(f func(shapeResult) float64) spread {
 	return spreadOf(xs)
 }
 
-var shapeCols = []string{"reps", "mops", "mops_min", "mops_max", "client_us_per_op", "server_us_per_op", "p50_us", "p99_us"}
+// schedCols explains the scheduling columns of shapeCols.
+const schedCols = "sched_p999_us, sched_over_1ms_pct: the load process's goroutines' run-queue waits while measuring (Go's /sched/latencies histogram, first process): the 99.9th percentile, and the share of waits of a millisecond or more (a scheduler slice: runnable on a P whose thread the kernel descheduled)"
+
+var shapeCols = []string{"reps", "mops", "mops_min", "mops_max", "client_us_per_op", "server_us_per_op", "p50_us", "p99_us", "sched_p999_us", "sched_over_1ms_pct"}
 
 func (rs shapeRuns) vals() []any {
 	m := rs.med(func(r shapeResult) float64 { return r.Mops })
@@ -104,7 +108,9 @@ func (rs shapeRuns) vals() []any {
 		rs.med(func(r shapeResult) float64 { return r.ClientUSOp }).Med,
 		rs.med(func(r shapeResult) float64 { return r.ServerUSOp }).Med,
 		rs.med(func(r shapeResult) float64 { return r.P50US }).Med,
-		rs.med(func(r shapeResult) float64 { return r.P99US }).Med}
+		rs.med(func(r shapeResult) float64 { return r.P99US }).Med,
+		rs.med(func(r shapeResult) float64 { return r.Sched.P999US }).Med,
+		rs.med(func(r shapeResult) float64 { return r.Sched.Over1msPct }).Med}
 }
 
 // runCallers: one process with many goroutines calling Get, as a real
@@ -132,6 +138,7 @@ func runCallers(e *env) error {
 			"shape: batch8 = one goroutine running batches of 8; own = each caller its own client.Client (connection); shared = every caller one client.Client",
 			"client_us_per_op: the load process's CPU (getrusage) over the measured time per operation; server_us_per_op: the server process's (/proc/PID/stat); a process that spins at 100% of a core shows 1/throughput there",
 			fmt.Sprintf("latency: every operation timed up to %d callers, one in %d above (their histograms would cost the load generator its cache; batches are timed once each)", sampleAbove, latencySample),
+			schedCols,
 			fmt.Sprintf("each point: median of %d interleaved repetitions", e.reps()))}
 	runs := map[string]shapeRuns{}
 	key := func(p point, g int) string { return fmt.Sprintf("%s/%d/%d/%d", p.name, p.callers, p.win, g) }
@@ -145,8 +152,8 @@ func runCallers(e *env) error {
 					if err != nil {
 						return fmt.Errorf("%s: %w", key(p, g), err)
 					}
-					e.logf("  %-8s callers=%-5d window=%d GOMAXPROCS=%d rep %d: %.3f Mops  client %.3f µs/op  server %.3f µs/op  p50 %.1f µs",
-						p.name, p.callers, p.win, g, rep+1, r.Mops, r.ClientUSOp, r.ServerUSOp, r.P50US)
+					e.logf("  %-8s callers=%-5d window=%d GOMAXPROCS=%d rep %d: %.3f Mops  client %.3f µs/op  server %.3f µs/op  p50 %.1f µs  run-queue waits: p99.9 %.0f µs, %.2f%% >= 1 ms",
+						p.name, p.callers, p.win, g, rep+1, r.Mops, r.ClientUSOp, r.ServerUSOp, r.P50US, r.Sched.P999US, r.Sched.Over1msPct)
 					runs[key(p, g)] = append(runs[key(p, g)], r)
 				}
 			}
@@ -212,6 +219,7 @@ func runScale(e *env) error {
 			"workload: 95% GET, uniform, 32 B values, client mode "+e.ClientMode.String()+"; shm",
 			fmt.Sprintf("procs: %d load processes at GOMAXPROCS 1, each with C callers on connections of their own; one: the same %d x C callers in one process at GOMAXPROCS %d, own connections; one-shared: the same, one client.Client", n, n, n),
 			"client_us_per_op: every load process's CPU per operation; server_us_per_op: the server's",
+			schedCols,
 			fmt.Sprintf("each point: median of %d interleaved repetitions", e.reps()))}
 	var ss []series
 	for _, pc := range parts {

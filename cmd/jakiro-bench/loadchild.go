@@ -30,6 +30,7 @@ type loadChildResult struct {
 	CPUNS   int64     `json:"cpu_ns"` // the child's CPU time while measuring
 	P50US   float64   `json:"p50_us"`
 	P99US   float64   `json:"p99_us"`
+	Sched   schedLat  `json:"sched"`
 	// The client's counters, per operation: fabric operations, fetches
 	// that found nothing yet, doorbell rings.
 	FabricOps float64 `json:"fabric_ops_per_op"`
@@ -54,7 +55,7 @@ func loadChildIfRequested() {
 	c.Spec.Keys = len(ks.keys)
 	r, err := runLoad(context.Background(), c.Spec, ks)
 	out := loadChildResult{Mops: r.Mops, PerMops: r.PerMops, Ops: r.Ops, CPUNS: int64(r.CPU),
-		FabricOps: r.RoundTrips(), Retries: r.Retries(), Rings: r.Counters.RingsPerOp()}
+		FabricOps: r.RoundTrips(), Retries: r.Retries(), Rings: r.Counters.RingsPerOp(), Sched: r.Sched}
 	if r.Lat != nil {
 		out.P50US, out.P99US = r.P(50), r.P(99)
 	}

@@ -52,6 +52,7 @@ type loadResult struct {
 	RFS      int           // the fetch size at the end (auto moves it)
 	PerMops  []float64     // each client's rate
 	CPU      time.Duration // this process's CPU time while measuring
+	Sched    schedLat      // the runtime's scheduling latency while measuring
 }
 
 // CPUPerOp is the load process's CPU µs per operation.
@@ -209,17 +210,17 @@ func runLoad(ctx context.Context, s loadSpec, ks *keySet) (loadResult, error) {
 		}
 	}
 	ok := timer(measureAt)
-	cpu0 := selfCPU()
+	cpu0, sched0 := selfCPU(), readSched()
 	phase.measuring.Store(true)
 	if ok {
 		timer(endAt)
 	}
 	phase.stop.Store(true)
-	cpu := selfCPU() - cpu0
+	cpu, sched := selfCPU()-cpu0, readSched().since(sched0)
 	elapsed := time.Since(measureAt)
 	wg.Wait()
 	res, firstErr := mergeLoad(ws, elapsed, s.Shared)
-	res.CPU = cpu
+	res.CPU, res.Sched = cpu, sched
 	res.RFS = clients[0].RFS()
 	if err := ctx.Err(); err != nil {
 		return res, err
