@@ -40,23 +40,21 @@ func (b schedSnap) since(a schedSnap) schedLat {
 	if len(a.counts) != len(b.counts) || len(b.counts) == 0 {
 		return schedLat{}
 	}
-	d := make([]uint64, len(b.counts))
+	delta := func(i int) uint64 { return b.counts[i] - a.counts[i] }
 	var total, over uint64
-	for i := range d {
-		d[i] = b.counts[i] - a.counts[i]
-		total += d[i]
+	for i := range b.counts {
+		total += delta(i)
 		if b.buckets[i] >= 1e-3 {
-			over += d[i]
+			over += delta(i)
 		}
 	}
 	if total == 0 {
 		return schedLat{}
 	}
-	var r schedLat
-	r.Over1msPct = 100 * float64(over) / float64(total)
+	r := schedLat{Over1msPct: 100 * float64(over) / float64(total)}
 	var seen uint64
-	for i := range d {
-		if seen += d[i]; float64(seen) >= 0.999*float64(total) {
+	for i := range b.counts {
+		if seen += delta(i); float64(seen) >= 0.999*float64(total) {
 			r.P999US = b.buckets[i+1] * 1e6
 			if math.IsInf(b.buckets[i+1], 1) { // the last bucket is unbounded
 				r.P999US = b.buckets[i] * 1e6
