@@ -54,7 +54,7 @@ func commonFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "warmup", Value: 300 * time.Millisecond, Usage: "unmeasured time before each point"},
 		&cli.IntFlag{Name: "keys", Value: 100000, Usage: "items preloaded (16 B keys)"},
 		&cli.IntFlag{Name: "partitions", Value: 1, Usage: "server partitions (each busy-polls a core)"},
-		&cli.IntFlag{Name: "client-procs", Value: 1, Usage: "GOMAXPROCS of the load generator"},
+		&cli.IntFlag{Name: "client-procs", Value: 1, Usage: "GOMAXPROCS of the load generator (compare, comparetcp, ycsbthreads: the machine's unless given, as go-ycsb runs)"},
 		&cli.BoolFlag{Name: "quick", Usage: "fewer points (smoke test)"},
 		&cli.IntFlag{Name: "reps", Value: 3, Usage: "interleaved repetitions of every point (its median, min and max are reported)"},
 		&cli.StringFlag{Name: "scale-partitions", Usage: "scale: server partition counts, e.g. 1,2,4,8 (default: half the cores, at most 8)"},

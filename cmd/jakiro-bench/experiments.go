@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -14,6 +15,10 @@ type experiment struct {
 	Usage string
 	Run   func(e *env) error
 }
+
+// userProcs are the experiments that run go-ycsb as its users do: at the
+// machine's GOMAXPROCS, unless --client-procs says otherwise.
+var userProcs = map[string]bool{"compare": true, "comparetcp": true, "ycsbthreads": true}
 
 // experiments in the order figures runs them.
 var experiments = []experiment{
@@ -38,6 +43,20 @@ var experiments = []experiment{
 	{"servers", "one client over 1, 2 and 3 servers on loopback tcp (median of 3 interleaved rounds, min-max)", runServers},
 }
 
+// startProcs is the GOMAXPROCS this process started with: what go-ycsb
+// runs at on this machine.
+var startProcs = runtime.GOMAXPROCS(0)
+
+// clientProcs is the load generator's GOMAXPROCS for x: --client-procs
+// where given; else the machine's for userProcs, and the flag's default
+// (1) for the rest.
+func clientProcs(c *cli.Context, x experiment) int {
+	if userProcs[x.Name] && !c.IsSet("client-procs") {
+		return startProcs
+	}
+	return c.Int("client-procs")
+}
+
 func experimentCommand(x experiment) *cli.Command {
 	return &cli.Command{
 		Name:  x.Name,
@@ -48,6 +67,7 @@ func experimentCommand(x experiment) *cli.Command {
 			if err != nil {
 				return err
 			}
+			runtime.GOMAXPROCS(clientProcs(c, x))
 			t := time.Now()
 			e.logf("== %s: %s", x.Name, x.Usage)
 			e.waitQuiet(e.QuietWait)
@@ -73,6 +93,7 @@ func figuresCommand() *cli.Command {
 			for i, x := range experiments {
 				t := time.Now()
 				e.logf("== [%d/%d] %s: %s", i+1, len(experiments), x.Name, x.Usage)
+				runtime.GOMAXPROCS(clientProcs(c, x))
 				e.waitQuiet(e.QuietWait)
 				if err := x.Run(e); err != nil {
 					// One failing experiment (say, no redis-server) must
