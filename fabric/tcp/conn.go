@@ -310,10 +310,9 @@ const readEvery = 4
 // the thread, in a process with one P: a syscall of ~0.2µs in every 16
 // polls. With one P, a thread that the poller or a syscall woke in this
 // process waits for the spinning one to give up its core. With more Ps,
-// the yields only add context switches with the peer's threads: go-ycsb
-// at 4 threads over loopback, GOMAXPROCS 2, 3 interleaved pairs twice:
-// 75-116 k ops/s yielding, 111-152 k not (client CPU 10.1 -> 7.7 µs per
-// op); at GOMAXPROCS 1 not yielding gave 52-95 k against 84-95 k.
+// the yields only trade the core with the peer's threads (go-ycsb over
+// loopback at GOMAXPROCS 2: ~35% more ops/s without them; at GOMAXPROCS 1,
+// fewer).
 const yieldEvery = 16
 
 func osYield() { _, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
