@@ -307,13 +307,18 @@ func (c *conn) unref(from, to uint64) {
 const readEvery = 4
 
 // yieldEvery is how many empty polls in a row Poll makes before it yields
-// the thread, in a process with one P: a syscall of ~0.2µs in every 16
-// polls. With one P, a thread that the poller or a syscall woke in this
-// process waits for the spinning one to give up its core. With more Ps,
-// the yields only trade the core with the peer's threads (go-ycsb over
-// loopback at GOMAXPROCS 2: ~35% more ops/s without them; at GOMAXPROCS 1,
-// fewer).
-const yieldEvery = 16
+// the thread: a syscall of ~0.2µs in every 16 polls. In a process with one
+// P, a thread that the poller or a syscall woke in this process waits for
+// the spinning one to give up its core, so Poll yields from the start of a
+// wait. With more Ps, yields early in a wait only trade the core with the
+// peer's threads (go-ycsb over loopback at GOMAXPROCS 2: ~35% more ops/s
+// without them); a wait past yieldAfter empty polls (tens of µs) is one
+// where the peer's thread may be waiting for this core (one GET at a time
+// in rfp mode: p99 ~400 µs without those yields, ~100 µs with them).
+const (
+	yieldEvery = 16
+	yieldAfter = 256
+)
 
 func osYield() { _, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
@@ -344,7 +349,7 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 			end = c.resp.Load()
 		}
 		if end == h {
-			if outstanding && c.idle%yieldEvery == 0 && runtime.GOMAXPROCS(0) == 1 {
+			if outstanding && c.idle%yieldEvery == 0 && (c.idle >= yieldAfter || runtime.GOMAXPROCS(0) == 1) {
 				// Waiting on the peer, whose NIC (and ours, a poller
 				// thread) may need this core: give it up now and then
 				// (sched_yield returns at once when nothing else runs).
