@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -69,7 +68,6 @@ func commonFlags() []cli.Flag {
 }
 
 func newEnv(c *cli.Context) (*env, error) {
-	runtime.GOMAXPROCS(c.Int("client-procs"))
 	parts, err := parseInts(c.String("scale-partitions"))
 	if err != nil {
 		return nil, fmt.Errorf("--scale-partitions: %w", err)
