@@ -162,24 +162,37 @@ func tail(t [][]byte, n int) (noreply, ok bool) {
 // which alias line.
 func (c *conn) tokenize(line []byte) {
 	c.toks = c.toks[:0]
+	line = trimEOL(line)
+	for i := 0; ; {
+		start, end := word(line, i)
+		if start == end {
+			return
+		}
+		c.toks = append(c.toks, line[start:end])
+		i = end
+	}
+}
+
+// trimEOL drops line's "\r\n" or "\n".
+func trimEOL(line []byte) []byte {
 	n := len(line) - 1
 	if n > 0 && line[n-1] == '\r' {
 		n--
 	}
-	line = line[:n]
-	for i := 0; i < len(line); {
-		for i < len(line) && line[i] == ' ' {
-			i++
-		}
-		j := i
-		for j < len(line) && line[j] != ' ' {
-			j++
-		}
-		if j > i {
-			c.toks = append(c.toks, line[i:j])
-		}
-		i = j
+	return line[:n]
+}
+
+// word finds the space-separated word at or after line[i]: start == end
+// when there is none.
+func word(line []byte, i int) (start, end int) {
+	for i < len(line) && line[i] == ' ' {
+		i++
 	}
+	j := i
+	for j < len(line) && line[j] != ' ' {
+		j++
+	}
+	return i, j
 }
 
 func (c *conn) localASCII(msg string, noreply bool) error {

@@ -87,9 +87,12 @@ func (c *conn) pumpFn(fd uintptr) bool {
 }
 
 // sysRead reads a non-blocking socket once: errWouldBlock when it is empty.
+// recvfrom (and sendto in rawIO.write), not read and write: the socket
+// calls skip the file layer's checks, a few percent of the door's server
+// CPU per command (memcaslap against one partition: 5% more commands/s).
 func sysRead(fd uintptr, p []byte) (int, error) {
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
 		switch e {
 		case 0:
 			if n == 0 {
@@ -136,6 +139,9 @@ func (c *conn) requestLen(b []byte) int {
 		return 0
 	}
 	line := b[:i+1]
+	if !storageVerb(firstWord(line)) {
+		return len(line) // a get, most of the time: no tokens needed
+	}
 	c.tokenize(line)
 	if len(c.toks) < 5 || !storageVerb(c.toks[0]) {
 		return len(line)
@@ -150,6 +156,13 @@ func (c *conn) requestLen(b []byte) int {
 		return 0
 	}
 	return len(line) + int(size) + 2
+}
+
+// firstWord is tokenize's first token of line, or nil.
+func firstWord(line []byte) []byte {
+	line = trimEOL(line)
+	start, end := word(line, 0)
+	return line[start:end]
 }
 
 // storageVerb: a command with a data block.

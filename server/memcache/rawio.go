@@ -73,7 +73,7 @@ func (r *rawIO) Write(p []byte) (int, error) {
 // write is called by the RawConn's Write: false to wait for room.
 func (r *rawIO) write(fd uintptr) bool {
 	for r.n < len(r.p) {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&r.p[r.n])), uintptr(len(r.p)-r.n))
+		n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&r.p[r.n])), uintptr(len(r.p)-r.n), 0, 0, 0)
 		switch e {
 		case 0:
 			r.n += int(n)
