@@ -8,7 +8,6 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -397,7 +396,7 @@ func TestBatchInFlightServerDies(t *testing.T) {
 			procs, c := oneServer(t, fab, "s", key(0))
 			ctx, cancel := context.WithTimeout(context.Background(), patience)
 			defer cancel()
-			procs[0].Signal(syscall.SIGSTOP) // answers nothing from here
+			procs[0].Stop(t) // answers nothing from here
 			var b client.Batch
 			const n = 32
 			for i := range n {

@@ -110,6 +110,42 @@ func Start(t testing.TB, listen string, env ...string) *Proc {
 // Signal sends sig to the server (SIGSTOP and SIGCONT pause and resume it).
 func (p *Proc) Signal(sig os.Signal) { p.cmd.Process.Signal(sig) }
 
+// Stop stops the server (SIGSTOP) and waits until every thread of it has
+// stopped: kill(2) returns before a thread running on another core takes
+// the signal, and a partition spinning there could answer a request sent
+// meanwhile.
+func (p *Proc) Stop(t testing.TB) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGSTOP)
+	deadline := time.Now().Add(5 * time.Second)
+	for !stopped(p.cmd.Process.Pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("server %d still running 5 s after SIGSTOP", p.cmd.Process.Pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stopped: every thread of process pid is in the stopped state.
+func stopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// The state follows the command name, which ends at the last ')'.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
+}
+
 // Kill ends the server at once, as a crash would, and waits for it.
 func (p *Proc) Kill() {
 	p.cmd.Process.Kill()
