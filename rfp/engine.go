@@ -299,6 +299,15 @@ func (e *Engine) put(now int64, p int, r rec, h ReqHeader, key, value []byte) {
 	r.start = ps.wpos
 	PutRequest(e.mem[base+off:base+off+n], h, key, value)
 	ps.wpos += uint64(n)
+	if rem := l.ReqRing - off - n; rem < n {
+		// The lap's rest cannot take another record this long: wrap now,
+		// so that the marker goes out in this record's WRITE rather than
+		// in one of its own before the next record's.
+		if rem >= reqMarkerLen {
+			putReqWrap(e.mem[base+off+n:], ps.nextSeq)
+		}
+		ps.wpos += uint64(rem)
+	}
 	r.first = true
 	r.sent = now
 	r.due = now + e.delay.NS()
