@@ -2,6 +2,7 @@ package servertest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -138,7 +139,7 @@ func stopped(pid int) bool {
 			return false
 		}
 		// The state follows the command name, which ends at the last ')'.
-		i := strings.LastIndexByte(string(stat), ')')
+		i := bytes.LastIndexByte(stat, ')')
 		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
 			return false
 		}
