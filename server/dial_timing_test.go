@@ -1,0 +1,111 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/jakiro-kv/jakiro/client"
+)
+
+// BenchmarkDial: what a short-lived program pays to read one value: Dial,
+// the first GET of a 32 B value, Close, in a loop from one process (one
+// source address over tcp), against a one-partition server at its
+// defaults; and memcached's connect + get + close on loopback in the same
+// run when it is installed. Reports the median and 99th percentile of one
+// join, and each fabric's ratio to memcached.
+func BenchmarkDial(b *testing.B) {
+	p := map[string][2]float64{}
+	key, val := []byte("dial-key-0000001"), make([]byte, 32)
+	for _, fab := range e2eFabrics() {
+		b.Run(fab, func(b *testing.B) {
+			srv := startServer(b, e2eListenTB(b, fab), "JAKIRO_E2E_PARTITIONS=1")
+			ctx := context.Background()
+			c, err := client.Dial(ctx, srv.Addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			err = c.Put(ctx, key, val, 0)
+			c.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			p[fab] = timeJoins(b, func() error {
+				c, err := client.Dial(ctx, srv.Addr)
+				if err != nil {
+					return err
+				}
+				v, err := c.Get(ctx, key)
+				if cerr := c.Close(); err == nil {
+					err = cerr
+				}
+				if err == nil && len(v) != len(val) {
+					err = fmt.Errorf("GET returned %d bytes, want %d", len(v), len(val))
+				}
+				return err
+			})
+		})
+	}
+	b.Run("memcached", func(b *testing.B) {
+		mc := startMemcached(b)
+		if _, err := mc.roundTrip(fmt.Sprintf("set %s 0 0 %d\r\n%s\r\n", key, len(val), val)); err != nil {
+			b.Fatal(err)
+		}
+		addr := mc.conn.RemoteAddr().String()
+		buf := make([]byte, 0, 256)
+		p["memcached"] = timeJoins(b, func() error {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			buf = fmt.Appendf(buf[:0], "get %s\r\n", key)
+			if _, err := conn.Write(buf); err != nil {
+				return err
+			}
+			r := bufio.NewReader(conn)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return err
+				}
+				if strings.TrimSpace(line) == "END" {
+					return nil
+				}
+			}
+		})
+	})
+	if m := p["memcached"]; m[0] > 0 {
+		for _, fab := range e2eFabrics() {
+			if v := p[fab]; v[0] > 0 {
+				b.Logf("join (Dial + GET + Close) %s: p50 %.1f µs = %.2fx memcached's %.1f, p99 %.1f µs = %.2fx memcached's %.1f",
+					fab, v[0], v[0]/m[0], m[0], v[1], v[1]/m[1], m[1])
+			}
+		}
+	}
+}
+
+// timeJoins runs join b.N times and reports its p50 and p99 in µs, which
+// it returns.
+func timeJoins(b *testing.B, join func() error) [2]float64 {
+	h := hdrhistogram.New(1, int64(10*time.Second), 3)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if err := join(); err != nil {
+			b.Fatalf("join %d: %v", i, err)
+		}
+		h.RecordValue(int64(time.Since(t0)))
+	}
+	b.StopTimer()
+	q := [2]float64{float64(h.ValueAtQuantile(50)) / 1e3, float64(h.ValueAtQuantile(99)) / 1e3}
+	b.ReportMetric(q[0], "p50-µs")
+	b.ReportMetric(q[1], "p99-µs")
+	return q
+}
