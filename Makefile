@@ -88,9 +88,11 @@ demo: build
 bench-deps:
 	scripts/install-bench-deps.sh
 
-## figures: regenerate every CSV and PNG in results/.
+## figures: regenerate every CSV and PNG in results/, then README.md's
+## headline table from those CSVs (`jakiro-bench readme`).
 figures: build bench-deps
 	./bin/jakiro-bench figures --out results
+	./bin/jakiro-bench readme --results results --readme README.md
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./kv ./fabric/shm ./server

@@ -4,6 +4,7 @@
 //
 //	jakiro-bench demo                         # rfp vs reply vs hybrid, a table
 //	jakiro-bench figures --out results        # every experiment below
+//	jakiro-bench readme                       # README.md's headline table from results/*.csv
 //	jakiro-bench clients|latency|getratio|valuesize|rfs|skew|mixed|fabric|compare|servers
 //	jakiro-bench ycsb load|run jakiro -P workloads/paper-uniform -p jakiro.mode=reply
 //	jakiro-bench stress --addr shm:///tmp/jakiro.sock --duration 5s   # exit 1 on a torn or stale value
@@ -50,7 +51,7 @@ func main() {
 }
 
 func newApp() *cli.App {
-	cmds := []*cli.Command{demoCommand(), figuresCommand(), ycsbCommand(), stressCommand()}
+	cmds := []*cli.Command{demoCommand(), figuresCommand(), readmeCommand(), ycsbCommand(), stressCommand()}
 	for _, x := range experiments {
 		cmds = append(cmds, experimentCommand(x))
 	}
