@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
 )
 
-// Connections their peer drops young count against its source (churn
-// pacing: the source's next handshakes wait for slots); connections this
-// side closes, young or not, do not.
+// Connections their peer drops young without asking for anything count
+// against its source (churn pacing: the source's next handshakes wait for
+// slots); connections this side closes, young or not, do not.
 func TestChurnCountsPeerDrops(t *testing.T) {
 	for _, peerDrops := range []bool{true, false} {
 		ln := listen(t, fabric.Options{})
@@ -20,11 +21,7 @@ func TestChurnCountsPeerDrops(t *testing.T) {
 			} else {
 				a.Close()
 			}
-			select {
-			case <-a.Done():
-			case <-time.After(5 * time.Second):
-				t.Fatal("acceptor not done 5 s after the dialer closed")
-			}
+			waitAcceptorDone(t, a)
 		}
 		wait := ln.(*listener).q.Pace("127.0.0.1")
 		if peerDrops && wait <= 0 {
@@ -33,5 +30,62 @@ func TestChurnCountsPeerDrops(t *testing.T) {
 		if !peerDrops && wait != 0 {
 			t.Errorf("connections this side closed paced the peer: %v", wait)
 		}
+	}
+}
+
+// An honest short-lived client (connect, WRITE its request, READ its
+// answer, close) costs nothing: 1,000 of them in a loop from one address
+// leave its handshakes unpaced. Peers that READ whole regions and drop
+// are charged per MiB and paced, as before.
+func TestChurnChargesCost(t *testing.T) {
+	const region = 256 << 10
+	for _, tc := range []struct {
+		name  string
+		joins int
+		reads int // whole-region READs after the request
+		paced bool
+	}{
+		{"honest", 1000, 0, false},
+		{"whole-region READs", churnBurst/2 + 4, 8, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln := listen(t, fabric.Options{})
+			for i := range tc.joins {
+				p, err := fabrictest.Connect(ctxT(t), ln, fabric.Options{}, region, region, nil)
+				if err != nil {
+					t.Fatalf("join %d: %v", i, err)
+				}
+				if err := fabric.Write(p.D, p.DReg, 0, p.ToA, 0, 64); err != nil {
+					t.Fatalf("join %d: WRITE: %v", i, err)
+				}
+				if err := fabric.Read(p.D, p.DReg, 0, p.ToA, 4096, 256); err != nil {
+					t.Fatalf("join %d: READ: %v", i, err)
+				}
+				for range tc.reads {
+					if err := fabric.Read(p.D, p.DReg, 0, p.ToA, 0, region); err != nil {
+						t.Fatalf("join %d: whole READ: %v", i, err)
+					}
+				}
+				p.D.Close()
+				waitAcceptorDone(t, p.A)
+				p.A.Close()
+			}
+			wait := ln.(*listener).q.Pace("127.0.0.1")
+			if tc.paced && wait <= 0 {
+				t.Errorf("%d young peers that READ %d MiB each: the next handshake is not paced", tc.joins, tc.reads*region>>20)
+			}
+			if !tc.paced && wait != 0 {
+				t.Errorf("%d honest joins from one address: the next handshake waits %v", tc.joins, wait)
+			}
+		})
+	}
+}
+
+func waitAcceptorDone(t *testing.T, a fabric.Conn) {
+	t.Helper()
+	select {
+	case <-a.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("acceptor not done 5 s after the dialer closed")
 	}
 }

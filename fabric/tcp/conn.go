@@ -60,8 +60,12 @@ type conn struct {
 	tx   txState    // under txMu
 
 	sendTimeout time.Duration
-	born        int64  // nanotime of the handshake's end
-	vanished    func() // acceptor: told when the peer ends it young
+	born        int64         // nanotime of the handshake's end
+	vanished    func(float64) // acceptor: told when the peer ends it young, with its cost
+	// What the peer asked of our NIC (acceptor side only): a young end is
+	// charged by it (youngCost).
+	asked     atomic.Bool   // a WRITE into one of our regions was applied
+	readBytes atomic.Uint64 // bytes of our regions its READs were served
 
 	dead      atomic.Bool
 	closed    atomic.Bool // Close was called: Post and Poll say ErrClosed
@@ -91,7 +95,7 @@ func ceilPow2(n int) int {
 
 // newConn registers an established socket with a poller. vanished
 // (acceptor side, may be nil) is told if the peer ends it young.
-func newConn(fd int, d *domain, o fabric.Options, peerData []byte, peerDepth int, bells *eventbell.Set, vanished func()) (*conn, error) {
+func newConn(fd int, d *domain, o fabric.Options, peerData []byte, peerDepth int, bells *eventbell.Set, vanished func(float64)) (*conn, error) {
 	p, err := pollerFor()
 	if err != nil {
 		return nil, err
@@ -144,10 +148,24 @@ func (c *conn) fail(err error) {
 		_ = unix.Shutdown(c.fd, unix.SHUT_RDWR)
 		c.p.remove(c)
 		if c.vanished != nil && !c.closed.Load() && nanotime()-c.born < int64(youngAge) {
-			c.vanished() // the peer dropped it young: churn pacing
+			c.vanished(c.youngCost()) // the peer dropped it young: churn pacing
 		}
 		close(c.done)
 	})
+}
+
+// youngCost is what a connection its peer dropped young cost us beyond
+// the work it asked for, in handshakes: the handshake itself when no
+// request (WRITE) ever followed it, and one per readCharge bytes of
+// READs (a loop of whole-region READs and a reset). An honest client
+// that connects, writes its request, reads its answer and leaves costs
+// nothing, however often it does so.
+func (c *conn) youngCost() float64 {
+	cost := float64(c.readBytes.Load()) / readCharge
+	if !c.asked.Load() {
+		cost++
+	}
+	return cost
 }
 
 func (c *conn) Close() error { return c.CloseBy(time.Now().Add(closeFlushTimeout)) }

@@ -61,13 +61,16 @@
 //     per source IP (the oldest is closed past either, so a flood of
 //     silent sockets cannot lock honest dialers out), and reports what it
 //     turned away through Options.Logf, rate-limited
-//     (fabric/internal/acceptq). A source whose connections its peer
-//     drops within youngAge of the handshake, more than churnBurst of
-//     them lately, has its handshakes started at most churnRate a second
-//     (listener.go): a loop of dial, ask, reset costs the server that
-//     many handshakes a second, not as many as the loop can make, and is
-//     never refused. A dialer waits at most its context, or dialWait
-//     without a deadline.
+//     (fabric/internal/acceptq). A connection its peer drops within
+//     youngAge of the handshake is charged what it cost beyond the work
+//     it asked for: a handshake no WRITE followed counts one, and so does
+//     each readCharge bytes of READs served to it. A source charged more
+//     than churnBurst lately has its handshakes started at most churnRate
+//     a second (listener.go): a loop of dial, whole-region READs, reset
+//     costs the server that many handshakes a second, not as many as the
+//     loop can make, and is never refused; honest short-lived clients
+//     (connect, ask, take the answer, close) are never paced. A dialer
+//     waits at most its context, or dialWait without a deadline.
 //   - Failure: a closed socket, a reset, or a host that vanished (TCP
 //     keepalive and TCP_USER_TIMEOUT: within about UserTimeout) ends the
 //     connection: Done is closed, Err wraps fabric.ErrPeerGone,

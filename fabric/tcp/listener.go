@@ -31,16 +31,20 @@ const (
 	maxReady     = 128  // setups waiting for Accept
 )
 
-// Churn pacing (acceptq's churn.go): a source whose connections end
-// within youngAge of their handshake, more than churnBurst of them lately,
-// gets its handshakes started at most churnRate a second. A peer that
-// dials, asks and resets in a loop so costs the server churnRate
-// handshakes a second, not as many as its loops can make; clients that
-// stay connected, however many, are never paced.
+// Churn pacing (acceptq's churn.go): a connection its peer ends within
+// youngAge of the handshake is charged what it cost beyond the work it
+// asked for (conn.youngCost: 1 for a handshake no request followed, 1
+// per readCharge bytes of READs); a source charged more than churnBurst
+// lately gets its handshakes started at most churnRate a second. A peer
+// that dials, asks for whole regions and resets in a loop so costs the
+// server churnRate handshakes a second, not as many as its loops can
+// make; clients that stay connected, and short-lived ones that connect,
+// ask, take their answer and leave, however many, are never paced.
 const (
 	youngAge   = time.Second
 	churnRate  = 50 // handshakes a second
 	churnBurst = 32
+	readCharge = 1 << 20 // bytes of a young peer's READs that cost a handshake
 )
 
 func newListener(ln *net.TCPListener, o fabric.Options, bells *eventbell.Set) *listener {
@@ -82,7 +86,7 @@ func (l *listener) hello(_ context.Context, c net.Conn) (*setup, error) {
 	s := newSetup(nc, l.o, false)
 	s.peerData, s.peerDepth, s.bells = data, depth, l.bells
 	src := sourceIP(nc)
-	s.vanished = func() { l.q.Vanished(src) }
+	s.vanished = func(cost float64) { l.q.Charge(src, cost) }
 	return s, nil
 }
 

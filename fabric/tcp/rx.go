@@ -301,6 +301,9 @@ func (c *conn) frame(h []byte) error {
 			c.respond(statusAccess, nil, true)
 			return nil
 		}
+		if c.vanished != nil {
+			c.readBytes.Add(n)
+		}
 		c.respondRead(r, off, n)
 		return nil
 	}
@@ -312,6 +315,9 @@ func (c *conn) frame(h []byte) error {
 	s := &c.rx
 	s.payload = payloadWrite
 	if r != nil {
+		if c.vanished != nil && !c.asked.Load() {
+			c.asked.Store(true)
+		}
 		s.r, s.dst = r, r.mem[off:off+n:off+n]
 		c.txMu.Lock()
 		c.tx.unshare(r, off, n)

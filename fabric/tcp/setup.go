@@ -25,7 +25,7 @@ type setup struct {
 	peerData  []byte         // acceptor: the dialer's hello data
 	peerDepth int            // acceptor: the dialer's queue depth
 	bells     *eventbell.Set // acceptor: the listener's doorbells
-	vanished  func()         // acceptor: the conn ended young (churn pacing)
+	vanished  func(float64)  // acceptor: the conn ended young, costing that much (churn pacing)
 
 	mu    sync.Mutex
 	state int // setupOpen, setupDone, setupClosed

@@ -5,19 +5,25 @@ import (
 )
 
 // Churn pacing. A peer that dials, handshakes and drops its connection at
-// once, in a loop, costs the acceptor a full handshake each time (an
-// accept, socket options, its hello, the application's setup and
-// teardown): on a small machine a few hundred a second take the cores
-// the other clients' requests need. Connections that end young are
-// reported (Vanished); past ChurnBurst of them (decaying at ChurnRate a
-// second), a source's handshakes start at most ChurnRate a second, in
-// order. Nothing is refused: a churning loop is slowed to that pace,
-// and a new dial from the same source waits behind the few handshakes
-// its loops have pending.
+// once, in a loop, without asking for anything, costs the acceptor a full
+// handshake each time (an accept, socket options, its hello, the
+// application's setup and teardown) for no work done: on a small machine
+// a few hundred a second take the cores the other clients' requests
+// need. The provider charges each connection that ends young with what
+// it cost the server beyond the work it asked for (Charge: a handshake
+// never followed by a request counts 1, so does each MiB of READs a peer
+// reset before taking, however the provider weighs it); an honest
+// short-lived client that connects, asks and leaves is charged nothing.
+// Past ChurnBurst of debt (decaying at ChurnRate a second, and capped at
+// twice ChurnBurst, so a source is paced for at most ChurnBurst/ChurnRate
+// seconds after it stops), a source's handshakes start at most ChurnRate
+// a second, in order. Nothing is refused: a churning loop is slowed to
+// that pace, and a new dial from the same source waits behind the few
+// handshakes its loops have pending.
 
 // churn is one source's record of connections that ended young.
 type churn struct {
-	debt float64   // young ends, decaying at ChurnRate a second
+	debt float64   // their charges, decaying at ChurnRate a second
 	at   time.Time // when debt was last brought up to date
 	next time.Time // the earliest start of this source's next handshake
 }
@@ -32,10 +38,11 @@ func (c *churn) decay(now time.Time, rate float64) {
 	c.at = now
 }
 
-// Vanished reports that a connection from src ended young (its peer
-// dropped it soon after the handshake).
-func (q *Queue[S]) Vanished(src string) {
-	if q.cfg.ChurnRate <= 0 {
+// Charge adds cost (in handshakes' worth) to src's debt: a connection
+// from src ended young having cost the server that much beyond the work
+// it asked for.
+func (q *Queue[S]) Charge(src string, cost float64) {
+	if q.cfg.ChurnRate <= 0 || !(cost > 0) {
 		return
 	}
 	now := time.Now()
@@ -54,7 +61,7 @@ func (q *Queue[S]) Vanished(src string) {
 		q.churn[src] = c
 	}
 	c.decay(now, q.cfg.ChurnRate)
-	c.debt++
+	c.debt = min(c.debt+cost, 2*float64(q.cfg.ChurnBurst))
 }
 
 // Pace takes the next handshake slot of src and says how long that

@@ -17,13 +17,13 @@ func TestChurnPacing(t *testing.T) {
 		t.Fatalf("a source with no young ends waits %v", d)
 	}
 	for range 4 {
-		q.Vanished("x")
+		q.Charge("x", 1)
 	}
 	if d := q.pace("x"); d != 0 {
 		t.Fatalf("a source within its burst waits %v", d)
 	}
 	for range 10 {
-		q.Vanished("x")
+		q.Charge("x", 1)
 	}
 	var waits []time.Duration
 	for range 3 {
@@ -52,8 +52,8 @@ func TestChurnPacing(t *testing.T) {
 	}
 	c.Close()
 
-	// The debt decays at ChurnRate a second: 14 young ends are gone in
-	// 0.7 s, and the source is forgotten.
+	// The debt decays at ChurnRate a second: 14 young ends (capped at 8)
+	// are gone in 0.4 s, and the source is forgotten.
 	time.Sleep(800 * time.Millisecond)
 	if d := q.pace("x"); d != 0 {
 		t.Errorf("after the debt decayed, the source waits %v", d)
@@ -71,9 +71,40 @@ func TestChurnOff(t *testing.T) {
 	var rejected atomic.Int32
 	q := start(t, Config{}, &rejected)
 	for range 100 {
-		q.Vanished("x")
+		q.Charge("x", 1)
 	}
 	if d := q.pace("x"); d != 0 || len(q.churn) != 0 {
 		t.Errorf("pacing off: wait %v, %d sources tracked", d, len(q.churn))
+	}
+}
+
+// Charges are what young connections cost beyond their work: none
+// (an honest client's) is not tracked, however many; a huge one is
+// capped at twice the burst, so a source stays paced for at most
+// ChurnBurst/ChurnRate seconds after it stopped.
+func TestChurnCharges(t *testing.T) {
+	var rejected atomic.Int32
+	q := start(t, Config{Source: func(net.Conn) string { return "x" }, ChurnRate: 20, ChurnBurst: 4}, &rejected)
+	for range 1000 {
+		q.Charge("x", 0)
+	}
+	q.mu.Lock()
+	n := len(q.churn)
+	q.mu.Unlock()
+	if d := q.pace("x"); d != 0 || n != 0 {
+		t.Fatalf("after 1000 free ends: wait %v, %d sources tracked", d, n)
+	}
+	q.Charge("x", 1e9)
+	q.mu.Lock()
+	debt := q.churn["x"].debt
+	q.mu.Unlock()
+	if debt > 8 {
+		t.Fatalf("debt %v after a huge charge, want at most 2 × ChurnBurst = 8", debt)
+	}
+	if d := q.pace("x"); d != 0 {
+		t.Fatalf("the first handshake past the burst waits %v, want its slot now", d)
+	}
+	if d := q.pace("x"); d <= 0 {
+		t.Fatalf("a source charged past its burst is not paced")
 	}
 }

@@ -31,9 +31,9 @@ type Config struct {
 	// Source names the peer a socket comes from, for PerSource.
 	Source func(net.Conn) string
 	// ChurnRate and ChurnBurst pace a source whose connections keep
-	// ending young (churn.go): past ChurnBurst such ends, decaying at
-	// ChurnRate a second, its handshakes start at most ChurnRate a
-	// second. 0: no pacing.
+	// ending young having done no work (churn.go): past ChurnBurst of
+	// such charges, decaying at ChurnRate a second, its handshakes start
+	// at most ChurnRate a second. 0: no pacing.
 	ChurnRate  float64
 	ChurnBurst int
 	// Logf receives rejections, rate-limited; nil drops them.
