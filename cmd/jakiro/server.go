@@ -80,6 +80,7 @@ func serverCommand() *cli.Command {
 			&cli.StringFlag{Name: "auth-token-file", Usage: "read --auth-token from this file (keeps it out of ps and the environment)", EnvVars: []string{"JAKIRO_AUTH_TOKEN_FILE"}},
 			&cli.BoolFlag{Name: "insecure", Usage: "serve a non-loopback address without --auth-token (every host that can reach it must be trusted)", EnvVars: []string{"JAKIRO_INSECURE"}},
 			&cli.StringFlag{Name: "memcached", Usage: "also serve the memcached protocol (ascii and binary) on this TCP address, e.g. 127.0.0.1:11211, on the same partitions and memory (off by default); beyond loopback it needs --auth-token (binary SASL PLAIN) or --insecure", EnvVars: []string{"JAKIRO_MEMCACHED"}},
+			&cli.DurationFlag{Name: "memcached-idle-timeout", Usage: "close a memcached connection that sends nothing for this long (0: never, as memcached: its clients keep pooled connections open; set it where untrusted clients could hold all 4096 door connections)", EnvVars: []string{"JAKIRO_MEMCACHED_IDLE_TIMEOUT"}},
 			&cli.DurationFlag{Name: "send-timeout", Value: fabric.DefaultSendTimeout, Usage: "disconnect a client that takes none of the server's bytes this long (tcp)", EnvVars: []string{"JAKIRO_SEND_TIMEOUT"}},
 		},
 		Action: runServer,
@@ -203,7 +204,8 @@ func runServer(c *cli.Context) error {
 		c.String("memory"), server.FormatSize(idx), c.String("item-size"), server.FormatSize(lg), cfg.MaxClients)
 	var door *memcache.Door
 	if addr := c.String("memcached"); addr != "" {
-		door, err = memcache.Listen(memcache.Config{Addr: addr, AuthToken: token, Insecure: c.Bool("insecure"), Logf: cfg.Logf}, srv.Door())
+		door, err = memcache.Listen(memcache.Config{Addr: addr, AuthToken: token, Insecure: c.Bool("insecure"), Logf: cfg.Logf,
+			IdleTimeout: c.Duration("memcached-idle-timeout")}, srv.Door())
 		if err != nil {
 			srv.Close()
 			return cli.Exit(err, exitError)

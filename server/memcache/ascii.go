@@ -20,6 +20,14 @@ const maxSwallow = 8 << 20
 
 // parseASCII reads one ascii request into c.reqs (and its commands).
 func (c *conn) parseASCII() error {
+	if verb, err := c.peekVerb(); err != nil {
+		return err
+	} else if verb != "" {
+		if !c.authed {
+			return c.fatalASCII("CLIENT_ERROR authentication required: use the binary protocol's SASL PLAIN")
+		}
+		return c.startGet(verb)
+	}
 	line, err := c.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		return c.fatalASCII("CLIENT_ERROR line too long")
@@ -119,7 +127,7 @@ func (c *conn) parseASCII() error {
 		if len(t) > 1 && string(t[len(t)-1]) == "noreply" {
 			return c.localASCII("ERROR", false)
 		}
-		c.reqs = append(c.reqs, request{kind: kindStats, n: len(t) - 1})
+		c.reqs = append(c.reqs, request{kind: kindStats, args: len(t) - 1})
 		return nil
 	case "version":
 		return c.localASCII("VERSION "+Version, false) // arguments ignored, as memcached 1.6
@@ -324,29 +332,6 @@ func (c *conn) answerASCII(q *request) {
 	switch q.kind {
 	case kindLocal:
 		line(q.msg)
-	case kindGet:
-		num := c.scratch[:0]
-		for _, m := range c.pool[q.first : q.first+q.n] {
-			if m.Status != kv.StatusOK {
-				c.misses++
-				continue
-			}
-			c.hits++
-			w.WriteString("VALUE ")
-			w.Write(m.Key)
-			w.WriteByte(' ')
-			w.Write(strconv.AppendUint(num, uint64(m.Meta.Flags), 10))
-			w.WriteByte(' ')
-			w.Write(strconv.AppendUint(num, uint64(m.N), 10))
-			if q.withCAS {
-				w.WriteByte(' ')
-				w.Write(strconv.AppendUint(num, m.Meta.Version, 10))
-			}
-			w.WriteString("\r\n")
-			w.Write(m.Out[:m.N])
-			w.WriteString("\r\n")
-		}
-		w.WriteString("END\r\n")
 	case kindStore:
 		m := c.pool[q.first]
 		switch m.Status {
@@ -396,7 +381,7 @@ func (c *conn) answerASCII(q *request) {
 	case kindFlush:
 		line("OK")
 	case kindStats:
-		if q.n == 0 {
+		if q.args == 0 {
 			for _, s := range c.d.stats(c.d.be.Stats()) {
 				w.WriteString("STAT ")
 				w.WriteString(s.Name)
@@ -407,6 +392,29 @@ func (c *conn) answerASCII(q *request) {
 		}
 		w.WriteString("END\r\n")
 	}
+}
+
+// valueASCII writes a get's VALUE line and data for m, if it was found.
+func (c *conn) valueASCII(q *request, m *Cmd) {
+	if m.Status != kv.StatusOK {
+		c.misses++
+		return
+	}
+	c.hits++
+	w, num := c.w, c.scratch[:0]
+	w.WriteString("VALUE ")
+	w.Write(m.Key)
+	w.WriteByte(' ')
+	w.Write(strconv.AppendUint(num, uint64(m.Meta.Flags), 10))
+	w.WriteByte(' ')
+	w.Write(strconv.AppendUint(num, uint64(m.N), 10))
+	if q.withCAS {
+		w.WriteByte(' ')
+		w.Write(strconv.AppendUint(num, m.Meta.Version, 10))
+	}
+	w.WriteString("\r\n")
+	w.Write(m.Out[:m.N])
+	w.WriteString("\r\n")
 }
 
 func serverError(st kv.Status) string {

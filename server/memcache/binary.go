@@ -209,7 +209,7 @@ func (c *conn) parseBinary() error {
 		return local(stOK, "")
 	case opStat:
 		q.kind = kindStats
-		q.n = len(key)
+		q.args = len(key)
 		c.reqs = append(c.reqs, q)
 	case opQuit, opQuitQ:
 		q.kind = kindQuit
@@ -224,6 +224,11 @@ func (c *conn) parseBinary() error {
 			subtle.ConstantTimeCompare(parts[2], []byte(c.d.cfg.AuthToken)) != 1 {
 			if c.d.cfg.AuthToken == "" {
 				return local(stOK, "Authenticated") // no token: nothing to prove
+			}
+			c.d.authFails.Add(1)
+			c.authSleep = true
+			if c.authFails++; c.authFails >= maxAuthFails {
+				c.quit = true
 			}
 			return local(stAuthError, "Auth failure")
 		}
@@ -297,7 +302,7 @@ func (c *conn) answerBinary(q *request) {
 			c.packet(q, stOK, 0, nil, nil, nil)
 		}
 	case kindStats:
-		if q.n == 0 {
+		if q.args == 0 {
 			for _, s := range c.d.stats(c.d.be.Stats()) {
 				c.packet(q, stOK, 0, nil, []byte(s.Name), []byte(s.Value))
 			}

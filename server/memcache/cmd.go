@@ -48,36 +48,118 @@ type Cmd struct {
 
 	keyBuf [kv.MaxKeyLen]byte
 	buf    []byte // the connection reads values (binary: bodies) here
+	out0   []byte // Out as the pool made it (outBase bytes): what a grown Out returns to
+	lim    *limiter
+	head   bool // the first command of its run: it may always grow (progress)
+	done   bool // Exec ran it (false after a run: deferred to the next one)
 }
 
-// body returns n bytes of the command's buffer, grown if need be.
+// limiter is a connection's account of the bytes its commands' buffers
+// hold beyond their base (grown Outs, value bodies), shared by the
+// partitions that run its commands. A get whose value would take held
+// past budget is deferred with every later command of its partition in
+// that run (the connection answers what ran, frees it, and runs the rest:
+// per-key order holds because a partition always runs a prefix of its
+// batch); the run's first command grows regardless, so every run makes
+// progress.
+type limiter struct {
+	held    atomic.Int64
+	budget  int64
+	stopped []atomic.Bool // per partition: the rest of its batch is deferred
+	peak    *atomic.Int64 // the door's highest held (tests, stats)
+}
+
+// take accounts n more bytes held; false (nothing taken) if that would
+// pass the budget and force is not set.
+func (l *limiter) take(n int64, force bool) bool {
+	v := l.held.Add(n)
+	if v > l.budget && !force && n > 0 {
+		l.held.Add(-n)
+		return false
+	}
+	for p := l.peak.Load(); v > p && !l.peak.CompareAndSwap(p, v); p = l.peak.Load() {
+	}
+	return true
+}
+
+// body returns n bytes of the command's buffer, grown if need be (held
+// accounts for it: the connection ends its round once past the budget).
 func (c *Cmd) body(n int) []byte {
 	if cap(c.buf) < n {
+		if c.lim != nil {
+			c.lim.take(int64(n-cap(c.buf)), true)
+		}
 		c.buf = make([]byte, n)
 	}
 	return c.buf[:n]
+}
+
+// grow makes Out hold c.N bytes if the connection's budget allows (or
+// the command heads its run).
+func (c *Cmd) grow() bool {
+	extra := int64(c.N)
+	if cap(c.Out) > cap(c.out0) {
+		extra -= int64(cap(c.Out)) // a grown Out is replaced
+	}
+	if c.lim != nil && !c.lim.take(extra, c.head) {
+		return false
+	}
+	c.Out = make([]byte, c.N)
+	return true
+}
+
+// release returns Out and the body buffer to their base once answered, if
+// grown past keep bytes.
+func (c *Cmd) release(keep int) {
+	var n int
+	if cap(c.Out) > keep && cap(c.Out) > cap(c.out0) {
+		n += cap(c.Out)
+		c.Out = c.out0
+	}
+	if cap(c.buf) > keep {
+		n += cap(c.buf)
+		c.buf, c.Value = nil, nil
+	}
+	if n > 0 && c.lim != nil {
+		c.lim.take(-int64(n), true)
+	}
 }
 
 // SetKey copies key into the Cmd (the connection's read buffer moves on).
 func (c *Cmd) SetKey(key []byte) { c.Key = c.keyBuf[:copy(c.keyBuf[:], key)] }
 
 // Exec runs the command on p, which must be its key's partition, from p's
-// owner goroutine. It does not allocate.
+// owner goroutine. It allocates only to grow Out for a value longer than
+// it (within the connection's budget). A command whose partition
+// deferred an earlier one of the same run is not run (done stays false).
 func (c *Cmd) Exec(p *kv.Partition) {
+	if c.lim != nil && c.lim.stopped[c.Part].Load() {
+		return
+	}
+	c.done = true
 	switch c.Op {
 	case OpGet:
 		c.N, c.Meta, c.Status = p.GetItem(c.Hash, c.Key, c.Out)
 		if c.Status == kv.StatusTooLarge {
-			// The first value this long on this connection: the buffer
-			// grows (up to the store's MaxValue, once) and the get runs
-			// again, in its place among the connection's commands.
-			c.Out = make([]byte, c.N)
+			// A value longer than Out: it grows if the connection's
+			// budget allows, and the get runs again in its place;
+			// otherwise the get waits for the connection's next run.
+			if !c.grow() {
+				c.postpone()
+				return
+			}
 			c.N, c.Meta, c.Status = p.GetItem(c.Hash, c.Key, c.Out)
 		}
 	case OpGat:
-
 		if c.Expired {
 			c.N, c.Meta, c.Status = p.GetItem(c.Hash, c.Key, c.Out)
+			if c.Status == kv.StatusTooLarge {
+				if !c.grow() {
+					c.postpone()
+					return
+				}
+				c.N, c.Meta, c.Status = p.GetItem(c.Hash, c.Key, c.Out)
+			}
 			if c.Status == kv.StatusOK {
 				p.Delete(c.Hash, c.Key)
 			}
@@ -85,7 +167,10 @@ func (c *Cmd) Exec(p *kv.Partition) {
 		}
 		c.N, c.Meta, c.Status = p.GetAndTouch(c.Hash, c.Key, c.Out, c.TTL)
 		if c.Status == kv.StatusTooLarge { // as OpGet: a too long value is not touched yet
-			c.Out = make([]byte, c.N)
+			if !c.grow() {
+				c.postpone()
+				return
+			}
 			c.N, c.Meta, c.Status = p.GetAndTouch(c.Hash, c.Key, c.Out, c.TTL)
 		}
 	case OpStore:
@@ -107,6 +192,13 @@ func (c *Cmd) Exec(p *kv.Partition) {
 		p.Flush(c.TTL)
 		c.Status = kv.StatusOK
 	}
+}
+
+// postpone leaves the command, and the rest of its partition's batch, to the
+// connection's next run.
+func (c *Cmd) postpone() {
+	c.done = false
+	c.lim.stopped[c.Part].Store(true)
 }
 
 // Batch is the commands of one connection for one partition, handed over

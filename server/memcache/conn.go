@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/jakiro-kv/jakiro/kv"
@@ -30,6 +31,7 @@ type conn struct {
 	readArmed bool      // a read deadline is set
 	armedIn   bool      // it was set in this round
 	writeAt   time.Time // when the write deadline was last set
+	idleAt    time.Time // when the idle deadline was last set
 
 	// The pump (pump.go): reads that never wait, inside RawConn.Read.
 	pumping bool                      // reads go to readNow
@@ -54,8 +56,22 @@ type conn struct {
 	scratch [24]byte
 	hdr     [headerLen]byte // a binary answer's header (extras may be in scratch)
 
-	authed bool // binary SASL done, or no token needed
-	quit   bool // close after this round's answers
+	lim limiter // what the commands' buffers hold (cmd.go)
+	// The answers written so far in this round: requests before ans, and
+	// of request ans (a multi-key get) its first ansCmd commands.
+	ans, ansCmd int
+	// A get whose keys go on past this round (maxRoundCmds): its next
+	// keys start the next round (ascii.go).
+	getMore bool
+	getCAS  bool
+	getGat  bool
+	getTTL  uint32
+	getExp  bool
+
+	authed    bool // binary SASL done, or no token needed
+	authFails int  // failed SASL attempts on this connection
+	authSleep bool // this round answers a failed SASL attempt: late
+	quit      bool // close after this round's answers
 	// counters of this round, added to the door's after it
 	gets, sets, touches, hits, misses, flushes uint64
 }
@@ -68,6 +84,8 @@ type request struct {
 	n       int
 	noreply bool
 	withCAS bool   // ascii gets/gats
+	more    bool   // ascii get: its keys go on in the next round (no END yet)
+	args    int    // stats: its arguments
 	msg     string // local answers (errors, version)
 
 	// binary
@@ -105,9 +123,26 @@ func newConn(d *Door, nc net.Conn) *conn {
 	}
 	c.readNow = func(p []byte) (int, error) { return sysRead(c.fd, p) }
 	c.pumpCB = c.pumpFn
-	c.r = bufio.NewReaderSize(boundedReader{c}, bufSize)
-	c.w = bufio.NewWriterSize(c.sock, bufSize)
+	c.lim.budget = RoundBytes
+	c.lim.stopped = make([]atomic.Bool, d.be.Partitions())
+	c.lim.peak = &d.peakHeld
+	// The buffers come from the door's pools and go back at close (end):
+	// a connection that opens and closes costs no 128 KiB of fresh memory.
+	c.r = d.readers.Get().(*bufio.Reader)
+	c.r.Reset(boundedReader{c})
+	c.w = d.writers.Get().(*bufio.Writer)
+	c.w.Reset(c.sock)
 	return c
+}
+
+// end gives the connection's buffers back to the door. Nothing of the
+// connection runs after it.
+func (c *conn) end() {
+	c.r.Reset(nil)
+	c.w.Reset(nil)
+	c.d.readers.Put(c.r)
+	c.d.writers.Put(c.w)
+	c.r, c.w = nil, nil
 }
 
 func (c *conn) serve() {
@@ -116,6 +151,9 @@ func (c *conn) serve() {
 			c.drained, c.pumpErr, c.pumping = false, nil, true
 			err := c.waitRead(c.pumpCB)
 			c.pumping = false
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.d.idleKicks.Add(1)
+			}
 			if err != nil || c.pumpErr != nil || c.quit {
 				return
 			}
@@ -130,12 +168,13 @@ func (c *conn) serve() {
 // cmd takes the next free Cmd of the pool, its results cleared.
 func (c *conn) cmd() *Cmd {
 	if c.used == len(c.pool) {
-		c.pool = append(c.pool, &Cmd{Out: make([]byte, 512)})
+		out := make([]byte, outBase)
+		c.pool = append(c.pool, &Cmd{Out: out, out0: out, lim: &c.lim})
 	}
 	m := c.pool[c.used]
 	c.used++
-	out, buf := m.Out, m.buf
-	*m = Cmd{Out: out, buf: buf}
+	out, buf, out0 := m.Out, m.buf, m.out0
+	*m = Cmd{Out: out, buf: buf, out0: out0, lim: &c.lim}
 	return m
 }
 
@@ -147,15 +186,23 @@ func (c *conn) keyed(m *Cmd, key []byte) {
 }
 
 // round reads, runs and answers one round of requests; with limit > 0,
-// of those in the first limit buffered bytes (the pump's).
+// of those in the first limit buffered bytes (the pump's). A round holds
+// at most maxRoundCmds commands and, past the first request, stops
+// reading once its buffers hold RoundBytes: a client's pipeline or long
+// get line is read a round at a time, each round's answers written before
+// the next is read, so a client that does not read its answers is not
+// read either.
 func (c *conn) round(limit int) error {
 	c.used, c.reqs = 0, c.reqs[:0]
 	// Idle: wait for a first byte without a deadline (memcached clients
-	// keep connections open; Close ends the wait). Then the rest of the
-	// round must come within ReadTimeout (boundedReader).
+	// keep connections open; Close or IdleTimeout ends the wait). Then
+	// the rest of the round must come within ReadTimeout (boundedReader).
 	c.midRound, c.armedIn = false, false
-	if c.r.Buffered() == 0 {
+	if !c.getMore && c.r.Buffered() == 0 {
 		if _, err := c.r.Peek(1); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.d.idleKicks.Add(1)
+			}
 			return err
 		}
 	}
@@ -163,36 +210,52 @@ func (c *conn) round(limit int) error {
 	start := c.r.Buffered()
 	var perr error
 	for {
-		b, err := c.r.Peek(1)
-		if err != nil {
-			perr = err
-			break
-		}
-		if b[0] == binaryReq {
-			perr = c.parseBinary()
+		if c.getMore {
+			perr = c.getKeys(false)
 		} else {
-			perr = c.parseASCII()
+			b, err := c.r.Peek(1)
+			if err != nil {
+				perr = err
+				break
+			}
+			if b[0] == binaryReq {
+				perr = c.parseBinary()
+			} else {
+				perr = c.parseASCII()
+			}
 		}
-		if perr != nil || c.quit || c.r.Buffered() == 0 || c.used >= maxRoundCmds ||
-			limit > 0 && start-c.r.Buffered() >= limit {
+		if perr != nil || c.quit || c.getMore || c.r.Buffered() == 0 || c.used >= maxRoundCmds ||
+			c.lim.held.Load() > c.lim.budget || limit > 0 && start-c.r.Buffered() >= limit {
 			break
 		}
 	}
 	if len(c.reqs) == 0 {
 		return perr
 	}
-	if err := c.run(); err != nil {
-		return err
-	}
-	c.armWrite()
-	for i := range c.reqs {
-		if c.reqs[i].binary {
-			c.answerBinary(&c.reqs[i])
-		} else {
-			c.answerASCII(&c.reqs[i])
+	c.ans, c.ansCmd = 0, 0
+	for {
+		if err := c.run(); err != nil {
+			return err
 		}
+		if c.authSleep {
+			c.authDelay()
+		}
+		c.armWrite()
+		if c.answer() {
+			break
+		}
+		// Commands were deferred for the budget: those answered gave
+		// their buffers back; run the rest.
 	}
 	c.count()
+	for _, m := range c.pool[:c.used] {
+		m.release(keepOut)
+	}
+	if c.lim.held.Load() > c.lim.budget/2 {
+		for _, m := range c.pool {
+			m.release(0)
+		}
+	}
 	if err := c.w.Flush(); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			c.d.slowClients.Add(1)
@@ -208,16 +271,61 @@ func (c *conn) round(limit int) error {
 	return nil
 }
 
-// run hands the round's commands to their partitions and waits for them.
-func (c *conn) run() error {
-	if c.used == 0 {
-		return nil
+// answer writes the answers of the requests whose commands all ran, in
+// order, from where the last call stopped (a multi-key get: up to its
+// first command not run), freeing the grown buffers of those answered;
+// true once every request of the round is answered.
+func (c *conn) answer() bool {
+	for ; c.ans < len(c.reqs); c.ans, c.ansCmd = c.ans+1, 0 {
+		q := &c.reqs[c.ans]
+		if q.kind == kindGet && !q.binary {
+			for ; c.ansCmd < q.n; c.ansCmd++ {
+				m := c.pool[q.first+c.ansCmd]
+				if !m.done {
+					return false
+				}
+				c.valueASCII(q, m)
+				m.release(keepOut)
+			}
+			if !q.more {
+				c.w.WriteString("END\r\n")
+			}
+			continue
+		}
+		for _, m := range c.pool[q.first : q.first+q.n] {
+			if !m.done {
+				return false
+			}
+		}
+		if q.binary {
+			c.answerBinary(q)
+		} else {
+			c.answerASCII(q)
+		}
+		for _, m := range c.pool[q.first : q.first+q.n] {
+			m.release(keepOut)
+		}
 	}
+	return true
+}
+
+// run hands the round's commands not run yet to their partitions and
+// waits for them. The first of them heads the run: it always runs.
+func (c *conn) run() error {
+	head := true
 	for _, m := range c.pool[:c.used] {
+		if m.done {
+			continue
+		}
+		m.head, head = head, false
 		c.parts[m.Part] = append(c.parts[m.Part], m)
+	}
+	if head {
+		return nil // nothing to run
 	}
 	n := int32(0)
 	for p := range c.parts {
+		c.lim.stopped[p].Store(false)
 		if len(c.parts[p]) > 0 {
 			n++
 		}
@@ -259,6 +367,17 @@ func (c *conn) endRun(err error) error {
 		c.bs[p] = Batch{}
 	}
 	return err
+}
+
+// authDelay holds the answers of a round with a failed SASL attempt.
+func (c *conn) authDelay() {
+	c.authSleep = false
+	t := time.NewTimer(authDelay)
+	select {
+	case <-t.C:
+	case <-c.d.stop:
+	}
+	t.Stop()
 }
 
 func (c *conn) count() {

@@ -20,19 +20,34 @@ func (b boundedReader) Read(p []byte) (int, error) {
 	c := b.c
 	switch {
 	case c.pumping:
-		if c.readArmed {
-			c.nc.SetReadDeadline(time.Time{})
-			c.readArmed = false
-		}
+		c.idle()
 		return c.pumpRead(p)
 	case c.midRound && !c.armedIn:
 		c.nc.SetReadDeadline(time.Now().Add(c.d.cfg.ReadTimeout))
 		c.readArmed, c.armedIn = true, true
-	case !c.midRound && c.readArmed:
-		c.nc.SetReadDeadline(time.Time{})
-		c.readArmed = false
+	case !c.midRound:
+		c.idle()
 	}
 	return c.sock.Read(p)
+}
+
+// idle sets the read deadline of a wait between rounds: none, or
+// IdleTimeout away, renewed once it has run down by IdleTimeout/writeSlack
+// (a timer update per round would cost more than the round).
+func (c *conn) idle() {
+	t := c.d.cfg.IdleTimeout
+	if t <= 0 {
+		if c.readArmed {
+			c.nc.SetReadDeadline(time.Time{})
+			c.readArmed = false
+		}
+		return
+	}
+	now := time.Now()
+	if c.readArmed || now.Sub(c.idleAt) > t/writeSlack {
+		c.nc.SetReadDeadline(now.Add(t))
+		c.idleAt, c.readArmed = now, false
+	}
 }
 
 // writeSlack is the part of WriteTimeout the write deadline may have run

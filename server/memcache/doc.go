@@ -18,8 +18,15 @@
 //     within ReadTimeout, its answers must be taken within WriteTimeout (a
 //     client that does not read is disconnected), the partitions must
 //     answer within RunTimeout. An idle connection waits without a
-//     deadline until Close, as memcached's clients expect.
-//   - Bad input never harms anyone else: a line over MaxLine, a length that
+//     deadline until Close, as memcached's clients expect, unless
+//     Config.IdleTimeout is set.
+//   - Memory per connection is bounded (Door.ConnBound), not by what a
+//     client sends: a round holds at most maxRoundCmds commands (a get
+//     line's keys are read a key at a time, a round's worth at once) and
+//     RoundBytes of values; a get whose value would pass it runs after
+//     the answers before it are written (limiter, in cmd.go); nothing more
+//     is read while a round's answers are being written.
+//   - Bad input never harms anyone else: a line over MaxLine (but a get's), a length that
 //     does not parse or exceeds what can be skipped, a data block without
 //     its "\r\n", a binary header whose lengths do not add up: the
 //     connection gets an error and is closed. What memcached answers with
@@ -28,7 +35,9 @@
 //   - Authentication: with Config.AuthToken, binary SASL PLAIN with the
 //     token as password is required before any other command, and ascii is
 //     refused; without it, a non-loopback address is refused unless
-//     Config.Insecure (protected mode, as the RFP listener).
+//     Config.Insecure (protected mode, as the RFP listener). A failed
+//     attempt is answered after authDelay; maxAuthFails close the
+//     connection.
 //   - Semantics are memcached 1.6's: exptimes over 30 days are absolute
 //     Unix times and negative ones expire at once, incr wraps at 2^64 and
 //     decr stops at 0, cas uniques are the items' versions (kv.Meta).

@@ -1,6 +1,7 @@
 package memcache
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/jakiro-kv/jakiro/rfp"
 )
@@ -51,8 +53,15 @@ type Config struct {
 	// RunTimeout bounds the wait for the partitions (default 10 s).
 	RunTimeout time.Duration
 	// MaxConns bounds the connections at once (default 4096); more are
-	// closed at once.
+	// closed at once (and logged).
 	MaxConns int
+	// IdleTimeout, if set, closes a connection that sent nothing for
+	// this long. Off by default, as memcached's idle_timeout: its clients
+	// keep pooled connections open for long, and an idle connection costs
+	// the door a goroutine and no buffer; MaxConns bounds how many there
+	// are. Set it where untrusted clients may hold connections to keep
+	// others out.
+	IdleTimeout time.Duration
 	// Logf logs refusals and errors, rate-limited by the caller; nil: none.
 	Logf func(format string, args ...any)
 }
@@ -67,9 +76,33 @@ const (
 	bufSize = 64 << 10
 	// MaxLine is the longest ascii command line (a get of many keys).
 	MaxLine = bufSize
-	// maxRoundCmds bounds the commands of one round (pipelined requests
-	// read before answering).
+	// maxRoundCmds bounds the commands of one round (pipelined requests,
+	// a get line's keys, read before answering).
 	maxRoundCmds = 512
+	// RoundBytes bounds what a connection's value buffers hold beyond
+	// their base: the values its gets copied out and the bodies of its
+	// storage commands, until answered. A round stops reading requests
+	// once past it, and a get that would take it past is run after the
+	// answers before it are written (streamed). The first command of each
+	// run may pass it by one value, and a round's last request by one
+	// body, so a connection holds at most
+	//
+	//	2*bufSize + maxRoundCmds*(outBase+sizeof(Cmd)) + RoundBytes + 2*MaxValue
+	//
+	// (ConnBound), whatever the keys in a line, the sizes of the values
+	// or whether the client reads its answers.
+	RoundBytes = 1 << 20
+	// outBase is each command's value buffer to begin with; keepOut the
+	// size up to which a grown one is kept once answered (larger ones go
+	// back to the collector).
+	outBase = 512
+	keepOut = 4 << 10
+	// authDelay holds the answer to a failed SASL authentication, and
+	// maxAuthFails of them close the connection: a guesser gets a few
+	// tries a second per connection, a client that knows the token waits
+	// for nothing.
+	authDelay    = 250 * time.Millisecond
+	maxAuthFails = 3
 	// Version is what the version command answers.
 	Version = "1.6.0-jakiro"
 )
@@ -90,7 +123,16 @@ type Door struct {
 	cmdGet, cmdSet, cmdTouch       atomic.Uint64
 	getHits, getMisses, cmdFlush   atomic.Uint64
 	badInput, slowClients, timeout atomic.Uint64
+	idleKicks, authFails, refused  atomic.Uint64
+	peakHeld                       atomic.Int64 // the highest limiter.held of any connection
 	started                        time.Time
+
+	readers, writers sync.Pool // connections' bufio buffers
+}
+
+// ConnBound is the most memory a connection holds, in bytes (RoundBytes).
+func (d *Door) ConnBound() int64 {
+	return 2*bufSize + maxRoundCmds*(outBase+int64(unsafe.Sizeof(Cmd{}))) + RoundBytes + 2*int64(d.be.MaxValue())
 }
 
 // Listen checks the configuration (protected mode as the RFP listener:
@@ -115,7 +157,14 @@ func Listen(cfg Config, be Backend) (*Door, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memcached: %w", err)
 	}
-	return &Door{cfg: cfg, be: be, ln: ln, conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}, nil
+	return newDoor(cfg, be, ln), nil
+}
+
+func newDoor(cfg Config, be Backend, ln net.Listener) *Door {
+	d := &Door{cfg: cfg, be: be, ln: ln, conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
+	d.readers.New = func() any { return bufio.NewReaderSize(nil, bufSize) }
+	d.writers.New = func() any { return bufio.NewWriterSize(nil, bufSize) }
+	return d
 }
 
 // Addr is the address the door listens on.
@@ -154,7 +203,9 @@ func (d *Door) Serve(ctx context.Context) error {
 		go func() {
 			defer d.wg.Done()
 			defer d.untrack(nc)
-			newConn(d, nc).serve()
+			c := newConn(d, nc)
+			c.serve()
+			c.end()
 		}()
 	}
 }
@@ -168,6 +219,7 @@ func (d *Door) track(nc net.Conn) bool {
 	default:
 	}
 	if len(d.conns) >= d.cfg.MaxConns {
+		d.refused.Add(1)
 		d.logf("memcached: refused %s: %d connections already", nc.RemoteAddr(), len(d.conns))
 		return false
 	}
@@ -225,6 +277,9 @@ func (d *Door) stats(be []Stat) []Stat {
 		{"get_hits", u(d.getHits.Load())},
 		{"get_misses", u(d.getMisses.Load())},
 		{"threads", fmt.Sprint(d.be.Partitions())},
+		{"rejected_connections", u(d.refused.Load())},
+		{"idle_kicks", u(d.idleKicks.Load())},
+		{"auth_errors", u(d.authFails.Load())},
 		{"jakiro_bad_input_closes", u(d.badInput.Load())},
 		{"jakiro_slow_client_closes", u(d.slowClients.Load())},
 	}

@@ -15,8 +15,8 @@ import (
 // `make fuzz` runs each for $(FUZZTIME) (scripts/fuzz.sh finds them).
 
 func fuzzDoor(tb testing.TB) *Door {
-	return &Door{cfg: Config{ReadTimeout: time.Second, WriteTimeout: time.Second, RunTimeout: time.Second},
-		be: newTestBackend(tb, 2, true), stop: make(chan struct{}), started: time.Now()}
+	return newDoor(Config{ReadTimeout: time.Second, WriteTimeout: time.Second, RunTimeout: time.Second},
+		newTestBackend(tb, 2, true), nil)
 }
 
 func fuzzConn(d *Door, in []byte) []byte {

@@ -113,6 +113,13 @@ func sysRead(fd uintptr, p []byte) (int, error) {
 func (c *conn) complete() int {
 	b, _ := c.r.Peek(c.r.Buffered())
 	total := 0
+	if c.getMore { // the rest of a get line comes first
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return 0
+		}
+		total, b = i+1, b[i+1:]
+	}
 	for len(b) > 0 {
 		n := c.requestLen(b)
 		if n <= 0 || n > len(b) {
