@@ -67,6 +67,7 @@ type limiter struct {
 	budget  int64
 	stopped []atomic.Bool // per partition: the rest of its batch is deferred
 	peak    *atomic.Int64 // the door's highest held (tests, stats)
+	pool    *bufPool      // the door's
 }
 
 // take accounts n more bytes held; false (nothing taken) if that would
@@ -86,10 +87,14 @@ func (l *limiter) take(n int64, force bool) bool {
 // accounts for it: the connection ends its round once past the budget).
 func (c *Cmd) body(n int) []byte {
 	if cap(c.buf) < n {
-		if c.lim != nil {
-			c.lim.take(int64(n-cap(c.buf)), true)
+		old := c.buf
+		if c.lim == nil {
+			c.buf = make([]byte, n)
+		} else {
+			c.buf = c.lim.pool.get(n)
+			c.lim.take(int64(cap(c.buf)-cap(old)), true)
+			c.lim.pool.put(old)
 		}
-		c.buf = make([]byte, n)
 	}
 	return c.buf[:n]
 }
@@ -97,30 +102,44 @@ func (c *Cmd) body(n int) []byte {
 // grow makes Out hold c.N bytes if the connection's budget allows (or
 // the command heads its run).
 func (c *Cmd) grow() bool {
-	extra := int64(c.N)
-	if cap(c.Out) > cap(c.out0) {
+	if c.lim == nil {
+		c.Out = make([]byte, c.N)
+		return true
+	}
+	_, size := sizeClass(c.N)
+	extra := int64(size)
+	grown := cap(c.Out) > cap(c.out0)
+	if grown {
 		extra -= int64(cap(c.Out)) // a grown Out is replaced
 	}
-	if c.lim != nil && !c.lim.take(extra, c.head) {
+	if !c.lim.take(extra, c.head) {
 		return false
 	}
-	c.Out = make([]byte, c.N)
+	if grown {
+		c.lim.pool.put(c.Out)
+	}
+	c.Out = c.lim.pool.get(c.N)
 	return true
 }
 
 // release returns Out and the body buffer to their base once answered, if
 // grown past keep bytes.
 func (c *Cmd) release(keep int) {
+	if c.lim == nil {
+		return
+	}
 	var n int
 	if cap(c.Out) > keep && cap(c.Out) > cap(c.out0) {
 		n += cap(c.Out)
+		c.lim.pool.put(c.Out)
 		c.Out = c.out0
 	}
 	if cap(c.buf) > keep {
 		n += cap(c.buf)
+		c.lim.pool.put(c.buf)
 		c.buf, c.Value = nil, nil
 	}
-	if n > 0 && c.lim != nil {
+	if n > 0 {
 		c.lim.take(-int64(n), true)
 	}
 }

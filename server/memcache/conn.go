@@ -126,6 +126,7 @@ func newConn(d *Door, nc net.Conn) *conn {
 	c.lim.budget = RoundBytes
 	c.lim.stopped = make([]atomic.Bool, d.be.Partitions())
 	c.lim.peak = &d.peakHeld
+	c.lim.pool = &d.bufs
 	// The buffers come from the door's pools and go back at close (end):
 	// a connection that opens and closes costs no 128 KiB of fresh memory.
 	c.r = d.readers.Get().(*bufio.Reader)

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/jakiro-kv/jakiro/kv"
 	"github.com/jakiro-kv/jakiro/rfp"
 )
 
@@ -85,9 +86,10 @@ const (
 	// once past it, and a get that would take it past is run after the
 	// answers before it are written (streamed). The first command of each
 	// run may pass it by one value, and a round's last request by one
-	// body, so a connection holds at most
+	// body (each in a buffer of its size class, bufpool.go), so a
+	// connection holds at most
 	//
-	//	2*bufSize + maxRoundCmds*(outBase+sizeof(Cmd)) + RoundBytes + 2*MaxValue
+	//	2*bufSize + maxRoundCmds*(outBase+sizeof(Cmd)) + RoundBytes + 2*class(MaxValue)
 	//
 	// (ConnBound), whatever the keys in a line, the sizes of the values
 	// or whether the client reads its answers.
@@ -128,11 +130,13 @@ type Door struct {
 	started                        time.Time
 
 	readers, writers sync.Pool // connections' bufio buffers
+	bufs             bufPool   // commands' grown value buffers
 }
 
 // ConnBound is the most memory a connection holds, in bytes (RoundBytes).
 func (d *Door) ConnBound() int64 {
-	return 2*bufSize + maxRoundCmds*(outBase+int64(unsafe.Sizeof(Cmd{}))) + RoundBytes + 2*int64(d.be.MaxValue())
+	_, maxBuf := sizeClass(d.be.MaxValue() + kv.MaxKeyLen + 64) // a binary body: extras, key, value
+	return 2*bufSize + maxRoundCmds*(outBase+int64(unsafe.Sizeof(Cmd{}))) + RoundBytes + 2*int64(maxBuf)
 }
 
 // Listen checks the configuration (protected mode as the RFP listener:

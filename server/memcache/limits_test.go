@@ -22,7 +22,27 @@ func liveHeap() int64 {
 }
 
 // heldBound is what the limiter lets a connection's value buffers hold.
-func heldBound(d *Door) int64 { return RoundBytes + 2*int64(d.be.MaxValue()) }
+func heldBound(d *Door) int64 {
+	_, size := sizeClass(d.be.MaxValue() + 250 + 64)
+	return RoundBytes + 2*int64(size)
+}
+
+// Every size gets a buffer of its class, at most a quarter larger.
+func TestSizeClasses(t *testing.T) {
+	last := -1
+	for n := 1; n <= 1<<pooledMaxBits+10; n += 1 + n/97 {
+		class, size := sizeClass(n)
+		if size < n || class >= 0 && (size > n+n/4+1 || class < last || class >= nClasses) {
+			t.Fatalf("%d bytes: class %d of %d bytes", n, class, size)
+		}
+		if class >= 0 {
+			if c2, s2 := sizeClass(size); c2 != class || s2 != size {
+				t.Fatalf("class %d's size %d is in class %d (%d)", class, size, c2, s2)
+			}
+			last = class
+		}
+	}
+}
 
 // bigValue stores key with a 60 KB value through c and returns the value.
 func bigValue(c *client, key string) string {
