@@ -266,6 +266,17 @@ func TestUpdateReadme(t *testing.T) {
 	if !strings.Contains(table, "[compare.csv](results/compare.csv)") {
 		t.Errorf("links are not relative to the README:\n%s", table)
 	}
+	// The README given as an absolute path, the results relative to here:
+	// the links are still relative to the README.
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(readme)
+	if changed, err := updateReadme(abs, rel, true); err != nil || changed {
+		t.Errorf("--check with an absolute README and relative results: changed %v, %v", changed, err)
+	}
 }
 
 // TestUpdateReadmeBadInput: a CSV without a row the table needs, a ratio

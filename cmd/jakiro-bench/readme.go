@@ -53,7 +53,17 @@ func updateReadme(file, dir string, check bool) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	link, err := filepath.Rel(filepath.Dir(file), dir)
+	// The table links the CSVs relative to the README, however the two
+	// paths were given.
+	absFile, err := filepath.Abs(file)
+	if err != nil {
+		return false, err
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return false, err
+	}
+	link, err := filepath.Rel(filepath.Dir(absFile), absDir)
 	if err != nil {
 		return false, err
 	}
