@@ -37,8 +37,10 @@
 // pieces: the first with the response, the rest through piece requests
 // that the session serves from a copy it keeps (Session.Respond); a
 // request too long for one record goes as parts, joined by the session.
-// Both stay one-sided and checked, and are bounded by the listener's
-// LongBudget. The client keeps the response bytes its records in flight
+// Both stay one-sided and checked, and are bounded per client (its
+// LongShare first, then the listener's LongBudget pool) and in time (a
+// long value left without progress for DefaultLongHold is dropped): a
+// client holding long values open costs only itself (longhold.go). The client keeps the response bytes its records in flight
 // may take (and one record of wrap waste) within the ring, so the server
 // never overwrites a response the client has not taken.
 //

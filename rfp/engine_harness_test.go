@@ -103,6 +103,9 @@ func (s *fakeServer) serve() {
 	for p := 0; p < s.l.Partitions; p++ {
 		for {
 			n := s.sess.PollBatch(p, s.now, s.batch)
+			if err := s.sess.Broken(p); err != nil {
+				s.t.Fatalf("the honest engine broke the ring: %v", err)
+			}
 			if n == 0 {
 				break
 			}

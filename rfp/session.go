@@ -23,7 +23,12 @@ type Session struct {
 	mem    []byte
 	layout Layout
 	rings  []sessionRing
-	long   *longBudget // the listener's bound on long values held for clients
+	long   *longBudget // the listener's pool of long values held for clients
+	share  *longBudget // this client's own share, used before the pool
+	// longHold: how long a long value may be held without progress.
+	longHold int64
+	// LongExpired counts long values dropped for that (any partition).
+	longExpired atomic.Uint64
 
 	replyMu      sync.Mutex // serialises reply-mode Post/Poll across partitions
 	replyComps   [16]fabric.Completion
@@ -48,8 +53,15 @@ type sessionRing struct {
 	// the status its join gets when a part was refused.
 	in       []byte
 	inStatus Status
-	inTaken  int  // bytes of the listener's long budget in holds
+	inTaken  int  // bytes of the long budget in holds
+	inPool   bool // ... taken from the listener's pool, not the share
 	joined   bool // in is the value of the last join Poll returned
+	// broken says why the client's records in this ring can no longer be
+	// followed (Broken): the partition stops reading it.
+	broken error
+	// now is the clock of the last Poll; longAt, when a long value held
+	// for this ring (parts or pieces) last made progress.
+	now, longAt int64
 	// Long responses being fetched in pieces, oldest first.
 	out []longOut
 	_   [64]byte // keep partitions' rings on separate cache lines
@@ -62,7 +74,8 @@ const StuckTimeout = int64(1e9)
 
 func newSession(id uint32, conn fabric.Conn, grant *fabric.Region, l Layout, replyTimeout time.Duration, long *longBudget, release func()) *Session {
 	s := &Session{ID: id, conn: conn, grant: grant, mem: grant.Bytes(), layout: l,
-		rings: make([]sessionRing, l.Partitions), replyTimeout: replyTimeout, long: long, release: release}
+		rings: make([]sessionRing, l.Partitions), replyTimeout: replyTimeout, long: long, release: release,
+		share: newLongBudget(int64(LongShare(l.MaxValue))), longHold: int64(DefaultLongHold)}
 	for p := range s.rings {
 		s.rings[p].next = 1
 	}
@@ -151,17 +164,47 @@ func (s *Session) reqAt(p int, pos uint64) []byte {
 // lapEnd is the position of the start of the lap after pos's.
 func lapEnd(pos uint64, ring int) uint64 { return pos - uint64(ringOff(pos, ring)) + uint64(ring) }
 
+// ErrRingProtocol: a client wrote records that no honest client writes
+// (a wrap marker where a lap starts). The server closes its connection.
+var ErrRingProtocol = errors.New("rfp: request ring broken by the client")
+
+// maxPollSteps bounds the records (parts and pieces served inside, wrap
+// markers followed) one Poll looks at: a client feeding its ring as fast
+// as the partition reads it gets the partition back between passes.
+const maxPollSteps = 64
+
+// Next is the sequence number partition p expects next: it moves on
+// with every record Poll takes, parts and pieces included.
+func (s *Session) Next(p int) uint32 { return s.rings[p].next }
+
+// Broken says why partition p stopped reading the session's ring (nil:
+// it did not). The server ends such a session.
+func (s *Session) Broken(p int) error { return s.rings[p].broken }
+
 // Poll looks at partition p's next request record. It returns true with r
 // filled when a request is there. A record that stayed malformed for
 // StuckTimeout is returned with r.Op == 0, to be answered
 // StatusBadRequest. Parts of long requests and piece requests of long
 // responses are served here. now is a monotonic clock in nanoseconds.
+//
+// Every step moves the read position forward to a new record, or to the
+// next lap's start past a wrap marker; a marker at a lap's start (which
+// an honest client never writes: a record always fits a whole lap) breaks
+// the ring (Broken) instead, so positions the client writes can never
+// make the reader go round.
 func (s *Session) Poll(p int, now int64, r *Request) bool {
 	ring := &s.rings[p]
 	if ring.joined {
 		s.dropIn(p)
 	}
-	for {
+	if ring.broken != nil {
+		return false
+	}
+	ring.now = now
+	if ring.longAt != 0 && now-ring.longAt > s.longHold {
+		s.expireLong(p)
+	}
+	for step := 0; step < maxPollSteps; step++ {
 		b := s.reqAt(p, ring.rpos)
 		if b == nil {
 			ring.rpos = lapEnd(ring.rpos, s.layout.ReqRing)
@@ -173,6 +216,10 @@ func (s *Session) Poll(p int, now int64, r *Request) bool {
 			return false
 		case SlotWrap:
 			ring.stuckSince = 0
+			if ringOff(ring.rpos, s.layout.ReqRing) == 0 {
+				ring.broken = fmt.Errorf("%w: partition %d: a wrap marker at a lap's start (sequence %d)", ErrRingProtocol, p, ring.next)
+				return false
+			}
 			ring.rpos = lapEnd(ring.rpos, s.layout.ReqRing)
 			continue
 		case SlotReady:
@@ -211,6 +258,7 @@ func (s *Session) Poll(p int, now int64, r *Request) bool {
 		*r = Request{Seq: ring.next, at: ring.rpos, len: n}
 		return true
 	}
+	return false // the rest in a later pass
 }
 
 // PollBatch fills rs with the consecutive ready requests of partition p's
@@ -237,6 +285,9 @@ func (s *Session) PollBatch(p int, now int64, rs []Request) int {
 		r := &rs[n]
 		st := ParseRequest(b, ring.next+uint32(n), r)
 		if st == SlotWrap {
+			if ringOff(pos, s.layout.ReqRing) == 0 {
+				break // Poll finds it and breaks the ring
+			}
 			pos = lapEnd(pos, s.layout.ReqRing)
 			continue
 		}
@@ -334,12 +385,16 @@ func (s *Session) takePart(p int, r *Request) {
 		switch {
 		case total > s.layout.MaxValue+StoreExtraLen || total < len(r.Value):
 			ring.inStatus = StatusTooLarge
-		case !s.long.take(total):
-			ring.inStatus = StatusNoMemory
 		default:
-			ring.in, ring.inTaken = make([]byte, 0, total), total
+			pool, ok := s.takeLong(total)
+			if !ok {
+				ring.inStatus = StatusNoMemory
+				break
+			}
+			ring.in, ring.inTaken, ring.inPool = make([]byte, 0, total), total, pool
 		}
 	}
+	s.heldNow(p)
 	if ring.inStatus == StatusOK {
 		if len(ring.in)+len(r.Value) > cap(ring.in) {
 			ring.inStatus = StatusBadRequest
@@ -373,24 +428,31 @@ func (s *Session) join(p int, r *Request) bool {
 // dropIn releases a long request's parts.
 func (s *Session) dropIn(p int) {
 	ring := &s.rings[p]
-	s.long.give(ring.inTaken)
-	ring.in, ring.joined, ring.inTaken = nil, false, 0
+	s.giveLong(ring.inTaken, ring.inPool)
+	ring.in, ring.joined, ring.inTaken, ring.inPool = nil, false, 0, false
+	s.heldNow(p)
 }
 
 // longOut is a long response being fetched in pieces: sent of it so far.
 type longOut struct {
 	v    []byte
 	sent int
+	pool bool // its bytes came from the listener's pool, not the share
 }
 
 // keepLong queues a long response's payload for piece requests; sent
 // bytes of it go with the response itself.
 func (s *Session) keepLong(p int, val []byte, sent int) error {
 	ring := &s.rings[p]
-	if len(ring.out) >= s.layout.Slots || !s.long.take(len(val)) {
+	if len(ring.out) >= s.layout.Slots {
 		return errLongBudget
 	}
-	ring.out = append(ring.out, longOut{append([]byte(nil), val...), sent})
+	pool, ok := s.takeLong(len(val))
+	if !ok {
+		return errLongBudget
+	}
+	ring.out = append(ring.out, longOut{append([]byte(nil), val...), sent, pool})
+	s.heldNow(p)
 	return nil
 }
 
@@ -414,10 +476,11 @@ func (s *Session) sendPiece(p int, r *Request) {
 	copy(ResponsePayload(b), o.v[o.sent:o.sent+n])
 	o.sent += n
 	if rflags == 0 {
-		s.long.give(len(o.v))
+		s.giveLong(len(o.v), o.pool)
 		ring.out[0] = longOut{}
 		ring.out = ring.out[1:]
 	}
+	s.heldNow(p)
 	s.publish(p, r, StatusOK, rflags, n, b, at)
 }
 
@@ -425,7 +488,7 @@ func (s *Session) sendPiece(p int, r *Request) {
 func (s *Session) dropLong(p int) {
 	ring := &s.rings[p]
 	for _, o := range ring.out {
-		s.long.give(len(o.v))
+		s.giveLong(len(o.v), o.pool)
 	}
 	ring.out = nil
 	s.dropIn(p)
@@ -518,35 +581,3 @@ var ErrReplyStalled = errors.New("rfp: reply WRITEs stalled")
 // reply WRITE: a healthy connection drains in microseconds, but a client
 // process on a busy machine may wait a scheduler slice or two to run.
 const DefaultReplyTimeout = 20 * time.Millisecond
-
-// longBudget bounds the bytes of long values (requests in parts,
-// responses in pieces) a listener keeps for all its clients at once.
-type longBudget struct {
-	left atomic.Int64
-}
-
-// DefaultLongBudget is the listener's default bound on long values held.
-const DefaultLongBudget = 256 << 20
-
-func newLongBudget(n int64) *longBudget {
-	b := &longBudget{}
-	b.left.Store(n)
-	return b
-}
-
-func (b *longBudget) take(n int) bool {
-	if b == nil {
-		return true
-	}
-	if b.left.Add(-int64(n)) < 0 {
-		b.left.Add(int64(n))
-		return false
-	}
-	return true
-}
-
-func (b *longBudget) give(n int) {
-	if b != nil {
-		b.left.Add(int64(n))
-	}
-}

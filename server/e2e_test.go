@@ -62,6 +62,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Run("BadInput", func(t *testing.T) { testBadInput(t, srv.Addr) })
 			t.Run("MalformedSlots", func(t *testing.T) { testMalformedSlots(t, srv.Addr) })
 			t.Run("Isolation", func(t *testing.T) { testIsolation(t, srv.Addr) })
+			t.Run("WrapMarker", func(t *testing.T) { testWrapMarker(t, srv.Addr) })
 		})
 	}
 }

@@ -17,6 +17,7 @@ func (p *partition) serveFrom(c *peer, now int64) int {
 		return 0
 	}
 	pp := &c.parts[p.id]
+	seq := c.sess.Next(p.id)
 	n := c.sess.PollBatch(p.id, now, p.reqs[:])
 	if n == 0 && pp.polled {
 		// A busy client's next request may be in the fabric still
@@ -29,6 +30,13 @@ func (p *partition) serveFrom(c *peer, now int64) int {
 		// Parts of a long request and pieces of a long response are
 		// answered inside the poll: their replies go out now.
 		p.flushReplies(c)
+		if c.sess.Next(p.id) != seq {
+			p.keepPolled(c, pp, now) // more parts may be waiting
+			return 1
+		}
+		if err := c.sess.Broken(p.id); err != nil {
+			c.fail(err) // it loses its connection, nobody else anything
+		}
 		return 0
 	}
 	pp.empty = 0
@@ -51,12 +59,17 @@ func (p *partition) serveFrom(c *peer, now int64) int {
 	}
 	// The batch's replies go out together: one send on tcp.
 	p.flushReplies(c)
+	p.keepPolled(c, pp, now)
+	return n
+}
+
+// keepPolled keeps c in the polled set: it had work at now.
+func (p *partition) keepPolled(c *peer, pp *peerPart, now int64) {
 	pp.lastReq = now
 	if !pp.polled {
 		pp.polled = true
 		p.polled = append(p.polled, c)
 	}
-	return n
 }
 
 func statusOf(st kv.Status) rfp.Status {
