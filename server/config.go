@@ -16,7 +16,11 @@ type Config struct {
 	Partitions int    // default DefaultPartitions()
 	Memory     int64  // store budget, default 1 GiB
 	MaxValue   int    // largest value, default 64 KiB (rings need not hold it)
-	Slots      int    // requests in flight per client per partition, default 8
+	// DoorMaxValue is the largest value the memcached door takes (0:
+	// MaxValue); the store takes the larger of the two. An RFP client
+	// asking for a value over MaxValue gets StatusTooLarge.
+	DoorMaxValue int
+	Slots        int // requests in flight per client per partition, default 8
 	// ReqRing and RespRing are each client's ring sizes per partition in
 	// bytes; 0 takes rfp's defaults (16 KiB and 32 KiB).
 	ReqRing, RespRing int
@@ -116,7 +120,7 @@ func (c Config) kvConfig() kv.Config {
 	if c.Store {
 		mode = kv.ModeStore
 	}
-	return kv.Config{Partitions: c.Partitions, Memory: c.Memory, MaxValue: c.MaxValue, Mode: mode, ApproxLRU: c.ApproxLRU,
+	return kv.Config{Partitions: c.Partitions, Memory: c.Memory, MaxValue: max(c.MaxValue, c.DoorMaxValue), Mode: mode, ApproxLRU: c.ApproxLRU,
 		AvgItemSize: c.ItemSize}
 }
 

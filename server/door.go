@@ -39,11 +39,16 @@ func (s *Server) Door() memcache.Backend { return doorBackend{s} }
 
 type doorBackend struct{ s *Server }
 
-func (b doorBackend) Partitions() int                       { return len(b.s.parts) }
-func (b doorBackend) PartitionOf(hash uint64) int           { return b.s.store.PartitionOf(hash) }
-func (b doorBackend) Stopped() <-chan struct{}              { return b.s.stop }
-func (b doorBackend) Now() uint32                           { return b.s.store.Now() }
-func (b doorBackend) MaxValue() int                         { return b.s.cfg.MaxValue }
+func (b doorBackend) Partitions() int             { return len(b.s.parts) }
+func (b doorBackend) PartitionOf(hash uint64) int { return b.s.store.PartitionOf(hash) }
+func (b doorBackend) Stopped() <-chan struct{}    { return b.s.stop }
+func (b doorBackend) Now() uint32                 { return b.s.store.Now() }
+func (b doorBackend) MaxValue() int {
+	if b.s.cfg.DoorMaxValue > 0 {
+		return b.s.cfg.DoorMaxValue
+	}
+	return b.s.cfg.MaxValue
+}
 func (b doorBackend) Enqueue(p int, x *memcache.Batch) bool { return b.s.parts[p].enqueue(x) }
 
 // Stats sums the partitions' latest snapshots under memcached's names.

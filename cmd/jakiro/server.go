@@ -80,6 +80,7 @@ func serverCommand() *cli.Command {
 			&cli.StringFlag{Name: "auth-token-file", Usage: "read --auth-token from this file (keeps it out of ps and the environment)", EnvVars: []string{"JAKIRO_AUTH_TOKEN_FILE"}},
 			&cli.BoolFlag{Name: "insecure", Usage: "serve a non-loopback address without --auth-token (every host that can reach it must be trusted)", EnvVars: []string{"JAKIRO_INSECURE"}},
 			&cli.StringFlag{Name: "memcached", Usage: "also serve the memcached protocol (ascii and binary) on this TCP address, e.g. 127.0.0.1:11211, on the same partitions and memory (off by default); beyond loopback it needs --auth-token (binary SASL PLAIN) or --insecure", EnvVars: []string{"JAKIRO_MEMCACHED"}},
+			sizeFlag("memcached-max-value", "1MiB", "largest value through the memcached door (memcached's item size, -I); the store takes the larger of it and --max-value, RFP clients keep --max-value (a longer value written through the door answers them 'too large')"),
 			&cli.DurationFlag{Name: "memcached-idle-timeout", Usage: "close a memcached connection that sends nothing for this long (0: never, as memcached: its clients keep pooled connections open; set it where untrusted clients could hold all 4096 door connections)", EnvVars: []string{"JAKIRO_MEMCACHED_IDLE_TIMEOUT"}},
 			&cli.DurationFlag{Name: "send-timeout", Value: fabric.DefaultSendTimeout, Usage: "disconnect a client that takes none of the server's bytes this long (tcp)", EnvVars: []string{"JAKIRO_SEND_TIMEOUT"}},
 		},
@@ -155,6 +156,13 @@ func runServer(c *cli.Context) error {
 		// With the door and no RFP client, one P per partition, as
 		// memcached -t N has N workers (server/procs.go).
 		DoorProcs: c.String("memcached") != "",
+	}
+	if c.String("memcached") != "" {
+		doorMax, err := size(c, "memcached-max-value")
+		if err != nil {
+			return cli.Exit(err, exitError)
+		}
+		cfg.DoorMaxValue = int(doorMax)
 	}
 	if !c.Bool("quiet") {
 		cfg.Logf = logger.Printf
