@@ -289,13 +289,17 @@ func (c *conn) asciiStore(t [][]byte, mode kv.StoreMode, cas bool) error {
 		if size > maxSwallow {
 			return c.fatalASCII("SERVER_ERROR object too large for cache")
 		}
-		if _, err := c.r.Discard(int(size) + 2); err != nil {
-			return err
+		if size > int64(c.d.be.MaxValue()) && mode == kv.StoreSet && !cas && len(t[1]) <= kv.MaxKeyLen {
+			// A set that fails drops the key's old value, as memcached:
+			// no reader gets a value older than the last write tried.
+			c.tooLarge(t[1], noreply, false)
+		} else if size > int64(c.d.be.MaxValue()) {
+			c.localASCII("SERVER_ERROR object too large for cache", noreply)
+		} else {
+			c.localASCII("CLIENT_ERROR bad command line format", noreply)
 		}
-		if size > int64(c.d.be.MaxValue()) {
-			return c.localASCII("SERVER_ERROR object too large for cache", noreply)
-		}
-		return c.localASCII("CLIENT_ERROR bad command line format", noreply)
+		_, err := c.r.Discard(int(size) + 2) // t is stale from here
+		return err
 	}
 	first := c.used
 	m := c.cmd()
@@ -318,6 +322,16 @@ func (c *conn) asciiStore(t [][]byte, mode kv.StoreMode, cas bool) error {
 	c.sets++
 	c.reqs = append(c.reqs, request{kind: kindStore, first: first, n: 1, noreply: noreply})
 	return nil
+}
+
+// tooLarge answers a storage request whose value is over the maximum
+// and deletes key (a set's: its old value must not outlive the write).
+func (c *conn) tooLarge(key []byte, noreply, binary bool) {
+	first := c.used
+	m := c.cmd()
+	m.Op = OpDelete
+	c.keyed(m, key)
+	c.reqs = append(c.reqs, request{kind: kindTooLarge, first: first, n: 1, noreply: noreply, binary: binary})
 }
 
 // answerASCII writes a request's answer.
@@ -380,6 +394,8 @@ func (c *conn) answerASCII(q *request) {
 		}
 	case kindFlush:
 		line("OK")
+	case kindTooLarge:
+		line("SERVER_ERROR object too large for cache")
 	case kindStats:
 		if q.args == 0 {
 			for _, s := range c.d.stats(c.d.be.Stats()) {

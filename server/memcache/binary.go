@@ -301,6 +301,8 @@ func (c *conn) answerBinary(q *request) {
 		if !q.noreply {
 			c.packet(q, stOK, 0, nil, nil, nil)
 		}
+	case kindTooLarge:
+		c.fail(q, kv.StatusTooLarge)
 	case kindStats:
 		if q.args == 0 {
 			for _, s := range c.d.stats(c.d.be.Stats()) {

@@ -194,8 +194,9 @@ func (c *Cmd) Exec(p *kv.Partition) {
 		}
 	case OpStore:
 		c.Meta.Version, c.Status = p.Store(c.Hash, c.Key, c.Value, c.TTL, c.Flags, c.Mode, c.CAS)
-		if c.Expired && c.Status == kv.StatusOK {
-			p.Delete(c.Hash, c.Key)
+		if c.Expired && c.Status == kv.StatusOK ||
+			c.Mode == kv.StoreSet && c.CAS == 0 && (c.Status == kv.StatusTooLarge || c.Status == kv.StatusNoMemory) {
+			p.Delete(c.Hash, c.Key) // a failed set leaves no older value, as memcached
 		}
 	case OpDelete:
 		c.Status = p.Delete(c.Hash, c.Key)

@@ -105,6 +105,7 @@ const (
 	kindFlush                 // flush_all: one command per partition
 	kindStats                 // stats
 	kindQuit                  // binary quit: answer, then close
+	kindTooLarge              // a set over the maximum: its key deleted, too large answered
 )
 
 // errClose ends a connection after the round's answers (bad input whose
