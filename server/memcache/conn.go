@@ -96,16 +96,16 @@ type request struct {
 type reqKind uint8
 
 const (
-	kindLocal  reqKind = iota // msg, nothing to run
-	kindGet                   // get/gets/gat/gats (ascii: many keys)
-	kindStore                 // set/add/replace/append/prepend/cas
-	kindDelete                // delete
-	kindIncr                  // incr/decr
-	kindTouch                 // touch
-	kindFlush                 // flush_all: one command per partition
-	kindStats                 // stats
-	kindQuit                  // binary quit: answer, then close
-	kindTooLarge              // a set over the maximum: its key deleted, too large answered
+	kindLocal    reqKind = iota // msg, nothing to run
+	kindGet                     // get/gets/gat/gats (ascii: many keys)
+	kindStore                   // set/add/replace/append/prepend/cas
+	kindDelete                  // delete
+	kindIncr                    // incr/decr
+	kindTouch                   // touch
+	kindFlush                   // flush_all: one command per partition
+	kindStats                   // stats
+	kindQuit                    // binary quit: answer, then close
+	kindTooLarge                // a set over the maximum: its key deleted, too large answered
 )
 
 // errClose ends a connection after the round's answers (bad input whose
