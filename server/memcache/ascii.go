@@ -292,7 +292,7 @@ func (c *conn) asciiStore(t [][]byte, mode kv.StoreMode, cas bool) error {
 		if size > int64(c.d.be.MaxValue()) && mode == kv.StoreSet && !cas && len(t[1]) <= kv.MaxKeyLen {
 			// A set that fails drops the key's old value, as memcached:
 			// no reader gets a value older than the last write tried.
-			c.tooLarge(t[1], noreply, false)
+			c.tooLarge(t[1], request{noreply: noreply})
 		} else if size > int64(c.d.be.MaxValue()) {
 			c.localASCII("SERVER_ERROR object too large for cache", noreply)
 		} else {
@@ -326,12 +326,13 @@ func (c *conn) asciiStore(t [][]byte, mode kv.StoreMode, cas bool) error {
 
 // tooLarge answers a storage request whose value is over the maximum
 // and deletes key (a set's: its old value must not outlive the write).
-func (c *conn) tooLarge(key []byte, noreply, binary bool) {
+func (c *conn) tooLarge(key []byte, q request) {
 	first := c.used
 	m := c.cmd()
 	m.Op = OpDelete
 	c.keyed(m, key)
-	c.reqs = append(c.reqs, request{kind: kindTooLarge, first: first, n: 1, noreply: noreply, binary: binary})
+	q.kind, q.first, q.n = kindTooLarge, first, 1
+	c.reqs = append(c.reqs, q)
 }
 
 // answerASCII writes a request's answer.

@@ -94,6 +94,10 @@ func (c *conn) parseBinary() error {
 	op, klen, elen := h[1], int(be.Uint16(h[2:])), int(h[4])
 	blen, opaque, cas := int64(be.Uint32(h[8:])), be.Uint32(h[12:]), be.Uint64(h[16:])
 	q := request{binary: true, opcode: op, opaque: opaque, noreply: quiet(op)}
+	if value := blen - int64(klen+elen); value > int64(c.d.be.MaxValue()) && value <= maxSwallow &&
+		klen <= kv.MaxKeyLen && storeOpcode(op) {
+		return c.binaryTooLarge(q, elen, klen, int(value))
+	}
 	if int64(klen+elen) > blen || klen > kv.MaxKeyLen || blen > int64(c.d.be.MaxValue())+kv.MaxKeyLen+64 {
 		c.d.badInput.Add(1)
 		q.kind, q.msg, q.noreply = kindLocal, "\x04Invalid arguments", false
@@ -238,6 +242,37 @@ func (c *conn) parseBinary() error {
 		return local(stUnknown, "Unknown command")
 	}
 	return nil
+}
+
+// storeOpcode: a request with a value to store.
+func storeOpcode(op byte) bool {
+	switch op {
+	case opSet, opSetQ, opAdd, opAddQ, opReplace, opReplaceQ, opAppend, opAppendQ, opPrepend, opPrependQ:
+		return true
+	}
+	return false
+}
+
+// binaryTooLarge answers a storage request whose value is over the
+// maximum with status 0x03 and skips the value, as memcached; a set also
+// deletes its key (tooLarge).
+func (c *conn) binaryTooLarge(q request, elen, klen, vlen int) error {
+	first := c.used
+	m := c.cmd()
+	head := m.body(elen + klen)
+	if _, err := io.ReadFull(c.r, head); err != nil {
+		return err
+	}
+	c.used = first
+	q.noreply = false // quiet commands answer failures
+	if (q.opcode == opSet || q.opcode == opSetQ) && klen > 0 {
+		c.tooLarge(head[elen:], q) // copies the key before the discard
+	} else {
+		q.kind, q.msg = kindLocal, "\x03Too large."
+		c.reqs = append(c.reqs, q)
+	}
+	_, err := c.r.Discard(vlen)
+	return err
 }
 
 // answerBinary writes a binary request's answer.

@@ -24,3 +24,35 @@ func TestTooLargeSetDeletesTheKey(t *testing.T) {
 	c.send(fmt.Sprintf("set kept 0 0 %d noreply\r\n%s\r\nget kept\r\n", len(huge), huge))
 	c.expect("END\r\n")
 }
+
+// A binary set too large answers status 0x03, its value is skipped and the
+// connection goes on; the key is deleted (a set), kept (an add).
+func TestBinaryTooLargeKeepsTheConnection(t *testing.T) {
+	d := startDoor(t, Config{}, newTestBackend(t, 2, false))
+	c := dialDoor(t, d)
+	flags := make([]byte, 8)
+	huge := make([]byte, d.be.MaxValue()+4096)
+	for _, key := range []string{"a", "b"} {
+		c.send(string(binRequest(opSet, flags, []byte(key), []byte("old"), 0)))
+		if st, _ := c.readPacket(); st != stOK {
+			t.Fatalf("set %s: status %#x", key, st)
+		}
+	}
+	c.send(string(binRequest(opSetQ, flags, []byte("a"), huge, 0)) + string(binRequest(opAdd, flags, []byte("b"), huge, 0)))
+	for _, what := range []string{"setq", "add"} {
+		if st, body := c.readPacket(); st != stTooLarge {
+			t.Fatalf("%s too large: status %#x %q, want 0x03", what, st, body)
+		}
+	}
+	c.send(string(binRequest(opGet, nil, []byte("a"), nil, 0)))
+	if st, _ := c.readPacket(); st != stNotFound {
+		t.Fatalf("get after a too large set: status %#x, want not found", st)
+	}
+	c.send(string(binRequest(opGet, nil, []byte("b"), nil, 0)))
+	if st, body := c.readPacket(); st != stOK || string(body[4:]) != "old" {
+		t.Fatalf("get after a too large add: status %#x %q", st, body)
+	}
+	if n := d.badInput.Load(); n != 0 {
+		t.Fatalf("%d connections closed for bad input", n)
+	}
+}
