@@ -56,3 +56,33 @@ func TestBinaryTooLargeKeepsTheConnection(t *testing.T) {
 		t.Fatalf("%d connections closed for bad input", n)
 	}
 }
+
+// A get line longer than the read buffer is read a key at a time: 2,000
+// keys of 40 bytes (libmemcached's mget, ~80 KB) and 18,725 keys (~400 KB)
+// are all answered; a key too long ends the line with CLIENT_ERROR after
+// the answers before it, and the connection goes on.
+func TestLongGetLines(t *testing.T) {
+	d := startDoor(t, Config{}, newTestBackend(t, 3, false))
+	c := dialDoor(t, d)
+	key := func(i int) string { return fmt.Sprintf("%040d", i) }
+	var set strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&set, "set %s %d 0 %d noreply\r\n%d\r\n", key(i), i, len(fmt.Sprint(i)), i)
+	}
+	c.send(set.String())
+	for _, n := range []int{2000, 18725} {
+		var line, want strings.Builder
+		line.WriteString("get")
+		for i := range n {
+			line.WriteString(" " + key(i%2000))
+			fmt.Fprintf(&want, "VALUE %s %d %d\r\n%d\r\n", key(i%2000), i%2000, len(fmt.Sprint(i%2000)), i%2000)
+		}
+		if line.Len() < 2*MaxLine && n == 18725 || line.Len() < MaxLine {
+			t.Fatalf("a line of %d bytes is not longer than the buffer", line.Len())
+		}
+		go c.nc.Write([]byte(line.String() + "\r\n"))
+		c.expect(want.String() + "END\r\n")
+	}
+	c.send("get " + key(1) + " " + strings.Repeat("x", 300) + " " + key(2) + "\r\nget " + key(3) + "\r\n")
+	c.expect("VALUE " + key(1) + " 1 1\r\n1\r\nCLIENT_ERROR bad command line format\r\nVALUE " + key(3) + " 3 1\r\n3\r\nEND\r\n")
+}

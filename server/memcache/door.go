@@ -75,7 +75,8 @@ const (
 	// bufSize is each connection's read and write buffer; an ascii command
 	// line must fit in it (MaxLine).
 	bufSize = 64 << 10
-	// MaxLine is the longest ascii command line (a get of many keys).
+	// MaxLine is the longest ascii command line but a get's (get, gets,
+	// gat, gats), which is read a key at a time, of any length.
 	MaxLine = bufSize
 	// maxRoundCmds bounds the commands of one round (pipelined requests,
 	// a get line's keys, read before answering).
