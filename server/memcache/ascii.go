@@ -61,14 +61,19 @@ func (c *conn) parseASCII() error {
 	case "cas":
 		return c.asciiStore(t, kv.StoreSet, true)
 	case "delete":
-		// delete <key> [0] [noreply]
-		noreply := len(t) > 2 && string(t[len(t)-1]) == "noreply"
-		n := len(t)
-		if noreply {
-			n--
+		// delete <key> [0] [noreply], as memcached 1.6 checks it: an error
+		// respects noreply too.
+		if len(t) < 2 || len(t) > 4 {
+			return c.localASCII("ERROR", false)
 		}
-		if n < 2 || n > 3 || n == 3 && string(t[2]) != "0" || len(t[1]) > kv.MaxKeyLen {
-			return c.localASCII("CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]", false)
+		noreply := len(t) > 2 && string(t[len(t)-1]) == "noreply"
+		valid := len(t) == 2 || len(t) == 3 && (string(t[2]) == "0" || noreply) ||
+			len(t) == 4 && string(t[2]) == "0" && noreply
+		if !valid {
+			return c.localASCII("CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]", noreply)
+		}
+		if len(t[1]) > kv.MaxKeyLen {
+			return c.localASCII("CLIENT_ERROR bad command line format", noreply)
 		}
 		return c.keyedASCII(kindDelete, OpDelete, t[1], noreply)
 	case "incr", "decr":
@@ -262,20 +267,42 @@ func (c *conn) asciiGet(t [][]byte, cas, touch bool) error {
 	return nil
 }
 
+// Shapes of a storage command line (storeShape).
+const (
+	shapeOK          = iota // its data block follows: size bytes and "\r\n"
+	shapeWrongTokens        // too few or too many tokens
+	shapeBadLength          // <bytes> is not a length
+)
+
+// storeShape reads a storage command line's tokens as memcached does:
+// <cmd> <key> <flags> <exptime> <bytes> [<cas>] [noreply] (any token in
+// noreply's place is allowed; only "noreply" counts). Only shapeOK lines
+// have a data block; the parser and the pump's requestLen both go by it.
+func storeShape(t [][]byte) (size int64, noreply bool, shape int) {
+	n := 5
+	if string(t[0]) == "cas" {
+		n = 6
+	}
+	if len(t) != n && len(t) != n+1 {
+		return 0, false, shapeWrongTokens
+	}
+	noreply = len(t) == n+1 && string(t[n]) == "noreply"
+	size, ok := parseInt(t[4])
+	if !ok || size < 0 {
+		return 0, noreply, shapeBadLength
+	}
+	return size, noreply, shapeOK
+}
+
 // asciiStore: <cmd> <key> <flags> <exptime> <bytes> [<cas>] [noreply], then
 // the data block.
 func (c *conn) asciiStore(t [][]byte, mode kv.StoreMode, cas bool) error {
-	n := 5
-	if cas {
-		n = 6
-	}
-	noreply, ok := tail(t, n)
-	var size int64
-	if ok {
-		size, ok = parseInt(t[4])
-	}
-	if !ok || size < 0 {
-		return c.fatalASCII("CLIENT_ERROR bad command line format")
+	size, noreply, shape := storeShape(t)
+	switch shape {
+	case shapeWrongTokens: // memcached: no such command; its data is not read
+		return c.localASCII("ERROR", false)
+	case shapeBadLength: // answered, the connection goes on; nothing read
+		return c.localASCII("CLIENT_ERROR bad command line format", noreply)
 	}
 	flags, okf := parseUint(t[2], 32)
 	exp, oke := parseInt(t[3])

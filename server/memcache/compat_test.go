@@ -86,3 +86,33 @@ func TestLongGetLines(t *testing.T) {
 	c.send("get " + key(1) + " " + strings.Repeat("x", 300) + " " + key(2) + "\r\nget " + key(3) + "\r\n")
 	c.expect("VALUE " + key(1) + " 1 1\r\n1\r\nCLIENT_ERROR bad command line format\r\nVALUE " + key(3) + " 3 1\r\n3\r\nEND\r\n")
 }
+
+// Malformed storage and delete lines are answered as memcached 1.6.18
+// answers them (checked against it) and the connection goes on; an error
+// respects noreply where memcached's does.
+func TestMalformedLinesKeepTheConnection(t *testing.T) {
+	d := startDoor(t, Config{}, newTestBackend(t, 2, false))
+	for _, tc := range []struct{ in, want string }{
+		{"cas foo 0 0 6 \r\nabcdef\r\n", "ERROR\r\nERROR\r\n"}, // the data line is no command either
+		{"set k 0 0 -1\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"set k 0 0 abc\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"set k 0 0 -1 noreply\r\n", ""},
+		{"set k 0 0\r\n", "ERROR\r\n"},
+		{"set k 0 0 1 2 3\r\nx\r\n", "ERROR\r\nERROR\r\n"},
+		{"set k 0 0 1 whatever\r\nx\r\n", "STORED\r\n"},
+		{"delete k 10 noreply\r\n", ""},
+		{"delete k 10\r\n", "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n"},
+		{"delete k 0 noreply\r\n", ""},
+		{"delete k noreply\r\n", ""},
+		{"delete a b c d\r\n", "ERROR\r\n"},
+		{"incr k x noreply\r\n", ""},
+		{"incr k\r\n", "ERROR\r\n"},
+	} {
+		c := dialDoor(t, d)
+		c.send(tc.in + "version\r\n")
+		c.expect(tc.want + "VERSION " + Version + "\r\n")
+	}
+	if n := d.badInput.Load(); n != 0 {
+		t.Fatalf("%d connections closed for bad input", n)
+	}
+}

@@ -17,7 +17,7 @@ func TestCollector(t *testing.T) {
 	c.send("get a b\r\n")
 	c.expect("VALUE a 0 1\r\na\r\nEND\r\n")
 	bad := dialDoor(t, d)
-	bad.send("set k 0 0 abc\r\n")
+	bad.send("set k 0 0 1\r\nabcd\r\n") // a data block without its end
 	bad.closed()
 
 	if n := testutil.CollectAndCount(d.Collector()); n != len(doorMetrics) {

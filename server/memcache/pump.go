@@ -150,13 +150,13 @@ func (c *conn) requestLen(b []byte) int {
 		return len(line) // a get, most of the time: no tokens needed
 	}
 	c.tokenize(line)
-	if len(c.toks) < 5 || !storageVerb(c.toks[0]) {
+	if len(c.toks) == 0 || !storageVerb(c.toks[0]) {
 		return len(line)
 	}
-	// A storage command reads its data block when its length parses
-	// (whatever else is wrong with the line, asciiStore may skip it).
-	size, ok := parseInt(c.toks[4])
-	if !ok || size < 0 {
+	// A storage command reads its data block when its line has the shape
+	// (whatever else is wrong with it, asciiStore may skip the block).
+	size, _, shape := storeShape(c.toks)
+	if shape != shapeOK {
 		return len(line)
 	}
 	if size > maxSwallow {
