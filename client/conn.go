@@ -125,6 +125,7 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 		ecfg.Blocked = watcher.BellBlocked
 	}
 	_, ecfg.SoftNIC = link.Conn.(fabric.Pumper)
+	ecfg.CopyReads = fabric.ReadsCopy(link.Conn)
 	ecfg.Mode = ecfg.Mode.Resolve(ecfg.SoftNIC)
 	eng, err := rfp.NewEngine(link.Local, link.Welcome, ecfg)
 	if err != nil {
@@ -465,11 +466,26 @@ func (c *conn) do(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl 
 	w.begin(1)
 	cl := &w.one
 	cl.reset(w, p, op, key, value, ttl, dst)
-	if err := c.enqueue(cl); err != nil {
-		putWaiter(w)
-		return dst, err
+	var err error
+	if c.g.take() {
+		// Nobody drives the group: this caller does, and its call skips
+		// the inbox when it can go straight into a ring.
+		if !c.direct(cl, w) {
+			if err = c.enqueue(cl); err != nil {
+				c.g.release(w)
+				putWaiter(w)
+				return dst, err
+			}
+		}
+		err = c.g.awaitHeld(ctx, w)
+	} else {
+		if err = c.enqueue(cl); err != nil {
+			putWaiter(w)
+			return dst, err
+		}
+		err = c.g.await(ctx, w)
 	}
-	if err := c.g.await(ctx, w); err != nil && w.giveUp(cl) {
+	if err != nil && w.giveUp(cl) {
 		return dst, err // w stays with the driver, which may still hold cl
 	}
 	dst, st, err := cl.val, cl.st, cl.err
@@ -478,6 +494,41 @@ func (c *conn) do(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl 
 		return dst, err
 	}
 	return dst, statusErr(st)
+}
+
+// direct puts cl, the call of the caller w that holds its group's
+// driver role, straight into a ring and posts it: no inbox, no queue, no
+// lock but the engine's. It declines (false) where that would pass calls
+// queued before it, where the ring is full, and where posts are gathered
+// (tcp); the caller then queues cl as any other.
+func (c *conn) direct(cl *call, w *waiter) bool {
+	if c.gather || c.inboxLen.Load() != 0 || c.shut.Load() {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.queued != 0 || !c.eng.Free(cl.p) {
+		return false
+	}
+	now := clock()
+	cl.state.Store(callSent)
+	slot, err := c.eng.Submit(now, cl.p, cl.op, cl.key, cl.value, cl.ttl)
+	if err != nil {
+		cl.finish(0, nil, err, w)
+		return true
+	}
+	c.slotCall[slot] = cl
+	c.g.list(c)
+	err = c.flushLocked() // its WRITE first
+	if err == nil {
+		_, err = c.progressLocked(now, w)
+	}
+	c.deliverLocked(w)
+	if err != nil {
+		c.failLocked(fmt.Errorf("jakiro: connection failed: %w", err), w)
+	}
+	c.nextDue = c.eng.Next()
+	return true
 }
 
 // run executes a batch pipelined over every partition's window. It

@@ -113,11 +113,37 @@ const (
 	gatherNS = 20_000
 )
 
+// take makes the caller the group's driver if nobody is.
+func (g *pollGroup) take() bool {
+	return !g.driving.Load() && g.driving.CompareAndSwap(false, true)
+}
+
+// list puts cn in the busy set of the group whose role the caller holds,
+// without the incoming queue (direct).
+func (g *pollGroup) list(cn *conn) {
+	if !cn.listed.Load() && cn.listed.CompareAndSwap(false, true) {
+		g.active = append(g.active, cn)
+	}
+}
+
+// awaitHeld is await for a caller that holds the role already (take).
+func (g *pollGroup) awaitHeld(ctx context.Context, w *waiter) error {
+	var err error
+	if w.pending.Load() > 0 {
+		err = g.drive(ctx, w)
+	}
+	g.release(w)
+	return g.awaitFrom(ctx, w, err)
+}
+
 // await returns once every call of w is done, driving the group while it
 // holds the role, or with ctx's error.
 // The caller abandons its unfinished calls after an error.
 func (g *pollGroup) await(ctx context.Context, w *waiter) error {
-	var err error
+	return g.awaitFrom(ctx, w, nil)
+}
+
+func (g *pollGroup) awaitFrom(ctx context.Context, w *waiter, err error) error {
 	for w.pending.Load() > 0 && err == nil {
 		if w.handed() || !g.driving.Load() && g.driving.CompareAndSwap(false, true) {
 			err = g.drive(ctx, w)

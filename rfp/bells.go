@@ -16,6 +16,10 @@ import "strings"
 //     partition blocks for long only after IdleBeforeSleep, below); it
 //     lets a partition on a host with no free core block for short dozes
 //     instead of yielding its core, and be woken at once (server/crowd.go).
+//     A partition that answered within awakeAfterAnswer is not asked
+//     about: it dozes only after spinning idle longer than that, and the
+//     flag is a line of memory the partition writes (a cache miss on the
+//     path of every request sent one at a time).
 //   - A client whose request stays unanswered rings again after RingAfter,
 //     then after twice as long each time, up to MaxRingGap; at most one such
 //     ring per partition at a time. These reminders (Engine.Reminder) may be
@@ -38,11 +42,12 @@ import "strings"
 // delays, so a request sent without a ring lands while its session is
 // still polled. All values are nanoseconds.
 const (
-	QuietRing       = 50_000
-	RingAfter       = 1_000_000
-	MaxRingGap      = 1_000_000_000
-	ActiveHold      = 1_000_000
-	IdleBeforeSleep = 2 * QuietRing
+	awakeAfterAnswer = 2_000
+	QuietRing        = 50_000
+	RingAfter        = 1_000_000
+	MaxRingGap       = 1_000_000_000
+	ActiveHold       = 1_000_000
+	IdleBeforeSleep  = 2 * QuietRing
 )
 
 // On tcp a pipelined batch's round trip outlasts QuietRing, so a client

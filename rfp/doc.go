@@ -61,7 +61,10 @@
 // When to fetch: the first READ waits a FetchDelay that adapts to how
 // often first READs find nothing (about 1%; faster towards short delays
 // for a request alone in flight, where only latency is at stake). Retries
-// back off per request up to 20 µs. A partition answers a client's
+// back off per request up to 20 µs. Where a READ is a copy from mapped
+// memory (shm, EngineConfig.CopyReads) it costs no NIC operation and no
+// server CPU: there the first READ goes with the request and a miss is
+// READ again at the next step, for latency. A partition answers a client's
 // requests in ring order, so while an older request has missed and not
 // yet been found ready, younger ones of that partition are not fetched.
 // AutoRFS moves the fetch size to cover the values seen.

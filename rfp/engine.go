@@ -37,6 +37,12 @@ type EngineConfig struct {
 	// SoftNIC: the fabric's NIC is a host thread (tcp), so ModeAuto
 	// starts with replies.
 	SoftNIC bool
+	// CopyReads: a READ is a copy from mapped memory (shm,
+	// fabric.CopyReader), not a NIC operation or a message. Latency is
+	// then all a READ costs: the first READ goes at once (unless
+	// FetchDelayNS fixes a delay) and a miss is READ again at the next
+	// step, with no backoff.
+	CopyReads bool
 }
 
 // Result is one finished request. Value aliases the engine's memory and
@@ -149,7 +155,7 @@ func NewEngine(local *fabric.Region, w Welcome, cfg EngineConfig) (*Engine, erro
 	e := &Engine{
 		local: local, mem: local.Bytes(), grant: w.Grant, layout: l, cfg: cfg,
 		policy:  cfg.Mode.Policy(cfg.HybridR, cfg.SoftNIC),
-		delay:   NewFetchDelay(cfg.FetchDelayNS),
+		delay:   NewFetchDelay(fetchDelayFor(cfg)),
 		parts:   make([]partState, l.Partitions),
 		calls:   make([]callRec, l.Partitions*l.Slots),
 		dirty:   make([]int, 0, l.Partitions),
@@ -167,6 +173,15 @@ func NewEngine(local *fabric.Region, w Welcome, cfg EngineConfig) (*Engine, erro
 		e.auto = NewAutoRFS(RFSFor(32), l.callResv())
 	}
 	return e, nil
+}
+
+// fetchDelayFor is the FetchDelay setting cfg asks for: adaptive where
+// a READ costs a round trip, none where it is a copy (CopyReads).
+func fetchDelayFor(cfg EngineConfig) int64 {
+	if cfg.CopyReads && cfg.FetchDelayNS < 0 {
+		return 0
+	}
+	return cfg.FetchDelayNS
 }
 
 // Layout is the connection's geometry.

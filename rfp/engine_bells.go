@@ -13,6 +13,7 @@ type bellState struct {
 	queued     []bool  // per partition: in rings
 	reminder   []bool  // per partition: its queued ring announces no new request
 	lastSubmit []int64 // per partition: when the last request was submitted
+	answeredAt []int64 // per partition: when its last answer was taken
 	unanswered []int   // per partition: requests sent and not answered
 	ringAt     []int64 // per partition: the next ring for unanswered requests (Never: none wait)
 	gap        []int64 // per partition: the wait after that ring
@@ -32,6 +33,7 @@ func newBellState(partitions int, on bool, quiet int64, blocked func(int) bool) 
 	b.queued = make([]bool, partitions)
 	b.reminder = make([]bool, partitions)
 	b.lastSubmit = make([]int64, partitions)
+	b.answeredAt = make([]int64, partitions)
 	b.unanswered = make([]int, partitions)
 	b.ringAt = make([]int64, partitions)
 	b.gap = make([]int64, partitions)
@@ -39,6 +41,7 @@ func newBellState(partitions int, on bool, quiet int64, blocked func(int) bool) 
 	for p := range b.lastSubmit {
 		b.lastSubmit[p] = math.MinInt64 / 2 // the first request rings: the partition may sleep
 		b.lookedAt[p] = math.MinInt64
+		b.answeredAt[p] = math.MinInt64 / 2
 		b.ringAt[p] = Never
 	}
 	return b
@@ -99,7 +102,7 @@ func (e *Engine) bellsOnSubmit(p int, now int64) bool {
 // requests of one pass to one partition share the answer (the first of
 // them rings).
 func (b *bellState) blockedNow(p int, now int64) bool {
-	if b.blocked == nil || b.lookedAt[p] == now {
+	if b.blocked == nil || b.lookedAt[p] == now || now-b.answeredAt[p] < awakeAfterAnswer {
 		return false
 	}
 	b.lookedAt[p] = now
@@ -114,6 +117,7 @@ func (e *Engine) bellsOnAnswer(p int, now int64) {
 		return
 	}
 	b.unanswered[p]--
+	b.answeredAt[p] = now
 	if b.unanswered[p] > 0 {
 		b.ringAt[p], b.gap[p] = now+RingAfter, 2*RingAfter
 	} else {

@@ -167,6 +167,9 @@ func (e *Engine) onRead(p int, now int64) {
 	// long enough that it rarely misses again.
 	gap := e.delay.NS()/2 + 200
 	gap <<= min(h.reads, 7)
+	if e.cfg.CopyReads {
+		gap = 0 // a READ again costs a copy: look at every step
+	}
 	if h.reads < 255 {
 		h.reads++
 	}

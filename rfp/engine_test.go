@@ -668,3 +668,36 @@ func TestNewEngineChecks(t *testing.T) {
 		t.Fatal("accepted an RFS over a request's response reservation")
 	}
 }
+
+// Where a READ is a copy (shm), the first READ goes with the request's
+// WRITE, a miss is READ again at the very next step, and the delay never
+// grows: latency is all a READ costs there.
+func TestEngineCopyReads(t *testing.T) {
+	h := newHarness(t, 1, 8, 1024, EngineConfig{Mode: ModeRFP, FetchDelayNS: -1, CopyReads: true})
+	h.do(0, OpPut, []byte("k"), []byte("v"))
+	if d := h.e.FetchDelayNS(); d != 0 {
+		t.Fatalf("fetch delay %d ns, want 0", d)
+	}
+	h.srv.stalled = true
+	h.submit(0, OpGet, []byte("k"), nil)
+	h.step()
+	var kinds []fabric.OpKind
+	for _, op := range h.posts[len(h.posts)-1] {
+		kinds = append(kinds, op.Kind)
+	}
+	if len(kinds) != 2 || kinds[0] != fabric.OpWrite || kinds[1] != fabric.OpRead {
+		t.Fatalf("first post %v: want the WRITE and a READ", kinds)
+	}
+	for i := range 5 {
+		h.now += 10 // a step later, the server still behind
+		h.step()
+		if next := h.e.Next(); next > h.now {
+			t.Fatalf("after miss %d the next READ is due %d ns later", i+1, next-h.now)
+		}
+	}
+	h.srv.stalled = false
+	h.runUntil(func() bool { return h.e.Active() == 0 }, 100, h.now+1e6)
+	if d := h.e.FetchDelayNS(); d != 0 {
+		t.Fatalf("fetch delay grew to %d ns", d)
+	}
+}
