@@ -239,6 +239,11 @@ func (p *partition) run() {
 			pass = -1
 			continue
 		}
+		if s.gen.Load() != p.held { // a client published before Server.add saw asleep
+			p.wake()
+			pass = -1
+			continue
+		}
 		lent := len(p.all) == 0
 		if lent {
 			p.lend() // door.go: a door connection may run its commands itself

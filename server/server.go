@@ -149,8 +149,19 @@ func (s *Server) add(sess *rfp.Session) {
 	s.mu.Unlock()
 	s.clients.Add(1)
 	s.churn.printf("jakiro: client %d connected", sess.ID)
-	// A new client rings before its first request (rfp/bells.go), so the
-	// partitions need no nudge here.
+	// A new client rings before its first request (rfp/bells.go), but it
+	// may ring before it is published here: a partition that woke for
+	// that ring, did not know the ringer and went back to sleep would
+	// find the request only at the client's reminder (rfp.RingAfter,
+	// 1 ms: the p99 of a join's first GET). So a partition asleep is
+	// woken now that it can see the client (and one falling asleep sees
+	// the new generation, partition.run); its wake-up then overlaps the
+	// rest of the client's join. An awake partition needs nothing.
+	for _, p := range s.parts {
+		if p.seen.Load() == asleep {
+			s.ln.RingBell(p.id)
+		}
+	}
 	go s.watch(c)
 }
 
