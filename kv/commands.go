@@ -18,6 +18,9 @@ type Meta struct {
 	Version uint64
 	// Flags are the client's 32 opaque bits (memcached's client flags).
 	Flags uint32
+	// Expires is when the item expires on the store's clock (Now), 0 if
+	// never: memcached's meta commands report the TTL left.
+	Expires uint32
 }
 
 // StoreMode is Store's condition.
@@ -80,6 +83,14 @@ func (p *Partition) lookup(hash uint64, key []byte) (hit, bool) {
 
 func (x *hit) value() []byte { return x.r[x.valueFrom : x.valueFrom+x.vlen] }
 
+func (x *hit) meta() Meta {
+	m := Meta{Version: x.version, Flags: x.flags}
+	if x.ttl {
+		m.Expires = x.exp
+	}
+	return m
+}
+
 // begin is every command's preamble: key check, a due flush, and the
 // pending items settled (a command reads the item it replaces, and
 // settling first keeps a superseded key from coming back).
@@ -106,7 +117,7 @@ func (p *Partition) GetItem(hash uint64, key, dst []byte) (int, Meta, Status) {
 		return 0, Meta{}, StatusNotFound
 	}
 	p.st.Hits++
-	m := Meta{x.version, x.flags}
+	m := x.meta()
 	if x.vlen > len(dst) {
 		return x.vlen, m, StatusTooLarge
 	}
@@ -255,7 +266,7 @@ func (p *Partition) touch(hash uint64, key []byte, ttlSeconds uint32, dst []byte
 	if get {
 		p.st.Hits++
 	}
-	m := Meta{x.version, x.flags}
+	m := x.meta()
 	if get && x.vlen > len(dst) {
 		return x.vlen, m, StatusTooLarge
 	}

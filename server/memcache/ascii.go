@@ -134,6 +134,8 @@ func (c *conn) parseASCII() error {
 		}
 		c.reqs = append(c.reqs, request{kind: kindStats, args: len(t) - 1})
 		return nil
+	case "mg", "ms", "md", "ma", "me", "mn":
+		return c.asciiMeta(t)
 	case "version":
 		return c.localASCII("VERSION "+Version, false) // arguments ignored, as memcached 1.6
 	case "verbosity":
@@ -424,6 +426,8 @@ func (c *conn) answerASCII(q *request) {
 		line("OK")
 	case kindTooLarge:
 		line("SERVER_ERROR object too large for cache")
+	case kindMeta:
+		c.answerMeta(q)
 	case kindStats:
 		if q.args == 0 {
 			for _, s := range c.d.stats(c.d.be.Stats()) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The door answers as memcached 1.6 does where clients and tools saw it
@@ -115,4 +116,64 @@ func TestMalformedLinesKeepTheConnection(t *testing.T) {
 	if n := d.badInput.Load(); n != 0 {
 		t.Fatalf("%d connections closed for bad input", n)
 	}
+}
+
+// The meta commands answer as memcached 1.6.18 answered the same lines
+// (cas values aside): mg, ms, md, ma, me, mn with their flags, quiet
+// mode, opaques, base64 keys and errors.
+func TestMetaCommands(t *testing.T) {
+	d := startDoor(t, Config{}, newTestBackend(t, 2, false))
+	c := dialDoor(t, d)
+	for _, tc := range []struct{ in, want string }{
+		{"ms mk 2\r\nhi\r\n", "HD\r\n"},
+		{"ms mk 2 T100 F5\r\nhi\r\n", "HD\r\n"},
+		{"mg mk\r\n", "HD\r\n"},
+		{"mg mk v\r\n", "VA 2\r\nhi\r\n"},
+		{"mg mk s v t f k O123 q\r\n", "VA 2 s2 t100 f5 kmk O123\r\nhi\r\n"},
+		{"mg nokey v\r\n", "EN\r\n"},
+		{"mg nokey v q\r\nmn\r\n", "MN\r\n"},
+		{"mg nokey k O9\r\n", "EN knokey O9\r\n"},
+		{"ms mk 2 MA\r\nyo\r\nmg mk v\r\n", "HD\r\nVA 4\r\nhiyo\r\n"},
+		{"ms nok 2 ME\r\nab\r\nms nok 2 ME\r\nab\r\n", "HD\r\nNS\r\n"},
+		{"ms mk 2 C1\r\nxx\r\n", "EX\r\n"},
+		{"ms mk 2 q\r\nxx\r\nmn\r\n", "MN\r\n"},
+		{"md mk q\r\nmd mk\r\nmn\r\n", "NF\r\nMN\r\n"},
+		{"md nok O5 k\r\n", "HD O5 knok\r\n"},
+		{"ma cnt\r\n", "NF\r\n"},
+		{"ma cnt N0 J10 v\r\n", "VA 2\r\n10\r\n"},
+		{"ma cnt v\r\n", "VA 2\r\n11\r\n"},
+		{"ma cnt MD D3 v\r\n", "VA 1\r\n8\r\n"},
+		{"ma cnt MI D1 q\r\nmn\r\n", "MN\r\n"},
+		{"ms str 3\r\nabc\r\nma str\r\n", "HD\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
+		{"me nokey\r\n", "EN\r\n"},
+		{"mn\r\n", "MN\r\n"},
+		{"mg\r\n", "ERROR\r\n"},
+		{"mg mk zz\r\n", "CLIENT_ERROR invalid flag\r\n"},
+		{"mg mk v v\r\n", "CLIENT_ERROR duplicate flag\r\n"},
+		{"mg mk Tabc\r\n", "CLIENT_ERROR bad token in command line format\r\n"},
+		{"mg mk O" + strings.Repeat("x", 40) + "\r\n", "CLIENT_ERROR opaque token too long\r\n"},
+		{"ms mk\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"ms mk abc\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"ms mk 2 MZ\r\nab\r\n", "CLIENT_ERROR invalid mode for ms M token\r\n"},
+		{"ms mk 2 Fabc\r\nab\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"ms mk 2 T30\r\nab\r\nmg mk t v\r\nmg mk T60 t\r\n", "HD\r\nVA 2 t30\r\nab\r\nHD t60\r\n"},
+		{"ma cnt D-1\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+		{"mg " + strings.Repeat("k", 251) + " v\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"ms bWs= 2 b\r\nzz\r\nmg mk v\r\nmg bWs= b k v\r\n", "HD\r\nVA 2\r\nzz\r\nVA 2 kbWs= b\r\nzz\r\n"},
+		{"ms mk 2 MR q\r\nab\r\nms gone 2 MR\r\nab\r\n", "NS\r\n"},
+		{"mg mk h\r\n", "CLIENT_ERROR invalid flag\r\n"}, // no access history: refused, not faked
+	} {
+		c.send(tc.in)
+		c.expect(tc.want)
+	}
+	// c returns the cas that gets and C compare with.
+	c.send("ms ck 1 c\r\nx\r\n")
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var cas uint64
+	if _, err := fmt.Fscanf(c.nc, "HD c%d\r\n", &cas); err != nil || cas == 0 {
+		t.Fatalf("ms c: %v", err)
+	}
+	c.send(fmt.Sprintf("gets ck\r\nms ck 1 C%d\r\ny\r\nme ck\r\n", cas))
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.expect(fmt.Sprintf("VALUE ck 0 1 %d\r\nx\r\nEND\r\nHD\r\nME ck exp=-1 cas=", cas))
 }

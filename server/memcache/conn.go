@@ -57,6 +57,10 @@ type conn struct {
 	hdr     [headerLen]byte // a binary answer's header (extras may be in scratch)
 
 	lim limiter // what the commands' buffers hold (cmd.go)
+	// meta commands' return flags of this round, and key (de)coding room
+	metaBuf []byte
+	keyDec  [kv.MaxKeyLen + 8]byte
+	keyEnc  [(kv.MaxKeyLen + 2) / 3 * 4]byte
 	// The answers written so far in this round: requests before ans, and
 	// of request ans (a multi-key get) its first ansCmd commands.
 	ans, ansCmd int
@@ -83,10 +87,16 @@ type request struct {
 	first   int // its commands: pool[first:first+n]
 	n       int
 	noreply bool
-	withCAS bool   // ascii gets/gats
-	more    bool   // ascii get: its keys go on in the next round (no END yet)
-	args    int    // stats: its arguments
-	msg     string // local answers (errors, version)
+	withCAS bool // ascii gets/gats
+	more    bool // ascii get: its keys go on in the next round (no END yet)
+	args    int  // stats: its arguments
+
+	// meta commands (meta.go): the verb's letter, q, v and b, and the
+	// return flags asked for, conn.metaBuf[specFrom:specTo]
+	meta              byte
+	quiet, value, b64 bool
+	specFrom, specTo  int
+	msg               string // local answers (errors, version)
 
 	// binary
 	opcode byte
@@ -106,6 +116,7 @@ const (
 	kindStats                   // stats
 	kindQuit                    // binary quit: answer, then close
 	kindTooLarge                // a set over the maximum: its key deleted, too large answered
+	kindMeta                    // mg, ms, md, ma, me (meta.go)
 )
 
 // errClose ends a connection after the round's answers (bad input whose
@@ -195,7 +206,7 @@ func (c *conn) keyed(m *Cmd, key []byte) {
 // the next is read, so a client that does not read its answers is not
 // read either.
 func (c *conn) round(limit int) error {
-	c.used, c.reqs = 0, c.reqs[:0]
+	c.used, c.reqs, c.metaBuf = 0, c.reqs[:0], c.metaBuf[:0]
 	// Idle: wait for a first byte without a deadline (memcached clients
 	// keep connections open; Close or IdleTimeout ends the wait). Then
 	// the rest of the round must come within ReadTimeout (boundedReader).
@@ -226,7 +237,7 @@ func (c *conn) round(limit int) error {
 				perr = c.parseASCII()
 			}
 		}
-		if perr != nil || c.quit || c.getMore || c.r.Buffered() == 0 || c.used >= maxRoundCmds ||
+		if perr != nil || c.quit || c.getMore || c.r.Buffered() == 0 || c.used >= maxRoundCmds || len(c.reqs) >= maxRoundCmds ||
 			c.lim.held.Load() > c.lim.budget || limit > 0 && start-c.r.Buffered() >= limit {
 			break
 		}

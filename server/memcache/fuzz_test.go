@@ -39,6 +39,7 @@ func FuzzASCII(f *testing.F) {
 		"bad-chunk":      "set a 0 0 1\r\nxyz\r\n",
 		"no-newline":     "get " + strings.Repeat("k", 300),
 		"append-prepend": "append a 0 0 1\r\nz\r\nprepend a 0 0 1\r\nz\r\n",
+		"meta":           "ms a 3 T1 F2 c\r\nabc\r\nmg a v k O1 t s f c\r\nmd a q\r\nma n N0 J5 v\r\nme n\r\nmg YQ== b k\r\nmn\r\n",
 	} {
 		fuzzseed.Add(f, name, []byte(s))
 	}

@@ -146,7 +146,19 @@ func (c *conn) requestLen(b []byte) int {
 		return 0
 	}
 	line := b[:i+1]
-	if !storageVerb(firstWord(line)) {
+	verb := firstWord(line)
+	if string(verb) == "ms" {
+		c.tokenize(line)
+		size, ok := metaSize(c.toks)
+		switch {
+		case !ok:
+			return len(line)
+		case size > maxSwallow:
+			return 0
+		}
+		return len(line) + int(size) + 2
+	}
+	if !storageVerb(verb) {
 		return len(line) // a get, most of the time: no tokens needed
 	}
 	c.tokenize(line)

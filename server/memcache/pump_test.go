@@ -94,6 +94,8 @@ func FuzzPump(f *testing.F) {
 		"binary":    string(binRequest(opSet, make([]byte, 8), []byte("k"), []byte("v"), 0)) + string(binRequest(opGetK, nil, []byte("k"), nil, 0)),
 		"bin-lens":  string(binHeader(opGet, 100, 3, 2)),
 		"bin-short": "\x80\x00\x00",
+		"meta":      "ms a 3 T1 F2\r\nabc\r\nmg a v k O1\r\nms b x\r\nms c 2 MZ\r\nzz\r\nma n N0 v\r\nmn\r\n",
+		"long-get":  "get" + strings.Repeat(" k", 600) + "\r\nset k 0 0 1 x y\r\nz\r\n",
 	} {
 		fuzzseed.Add(f, name, []byte(s), uint8(3))
 	}
