@@ -108,48 +108,27 @@ func (c *conn) parseASCII() error {
 		c.touches++
 		return nil
 	case "flush_all":
-		// flush_all [delay] [noreply]
-		noreply := len(t) > 1 && string(t[len(t)-1]) == "noreply"
-		n := len(t)
-		if noreply {
-			n--
-		}
-		var delay int64
-		if n > 2 {
-			return c.localASCII("ERROR", false)
-		}
-		if n == 2 {
-			var ok bool
-			if delay, ok = parseInt(t[1]); !ok || delay < 0 {
-				return c.localASCII("CLIENT_ERROR bad command line format", noreply)
-			}
-		}
-		ttl, _ := c.ttl(delay)
-		first, k := c.flushCmds(ttl)
-		c.reqs = append(c.reqs, request{kind: kindFlush, first: first, n: k, noreply: noreply})
-		return nil
+		return c.asciiFlush(t)
 	case "stats":
-		if len(t) > 1 && string(t[len(t)-1]) == "noreply" {
-			return c.localASCII("ERROR", false)
-		}
-		c.reqs = append(c.reqs, request{kind: kindStats, args: len(t) - 1})
-		return nil
+		return c.asciiStats(t)
+	case "cache_memlimit", "slabs", "lru_crawler":
+		return c.asciiAdmin(t)
 	case "mg", "ms", "md", "ma", "me", "mn":
 		return c.asciiMeta(t)
 	case "version":
 		return c.localASCII("VERSION "+Version, false) // arguments ignored, as memcached 1.6
 	case "verbosity":
-		// verbosity [level] [noreply], as memcached 1.6: a level is
-		// needed unless the client wants no answer.
+		// verbosity <level> [noreply], as memcached 1.6 (which keeps a
+		// level; the door logs nothing per command, so there is none).
 		if len(t) == 2 && string(t[1]) == "noreply" {
 			return c.localASCII("OK", true)
 		}
 		noreply, ok := tail(t, 2)
-		if ok {
-			_, ok = parseUint(t[1], 32)
-		}
 		if !ok {
 			return c.localASCII("ERROR", false)
+		}
+		if _, ok := parseUint(t[1], 32); !ok {
+			return c.localASCII("CLIENT_ERROR bad command line format", noreply)
 		}
 		return c.localASCII("OK", noreply)
 	case "quit":
@@ -429,14 +408,19 @@ func (c *conn) answerASCII(q *request) {
 	case kindMeta:
 		c.answerMeta(q)
 	case kindStats:
-		if q.args == 0 {
-			for _, s := range c.d.stats(c.d.be.Stats()) {
-				w.WriteString("STAT ")
-				w.WriteString(s.Name)
-				w.WriteByte(' ')
-				w.WriteString(s.Value)
-				w.WriteString("\r\n")
-			}
+		var stats []Stat
+		switch q.args {
+		case statsGeneral:
+			stats = c.d.stats(c.d.be.Stats())
+		case statsSettings:
+			stats = c.d.settings()
+		}
+		for _, s := range stats {
+			w.WriteString("STAT ")
+			w.WriteString(s.Name)
+			w.WriteByte(' ')
+			w.WriteString(s.Value)
+			w.WriteString("\r\n")
 		}
 		w.WriteString("END\r\n")
 	}

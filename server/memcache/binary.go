@@ -213,7 +213,14 @@ func (c *conn) parseBinary() error {
 		return local(stOK, "")
 	case opStat:
 		q.kind = kindStats
-		q.args = len(key)
+		switch string(key) {
+		case "":
+			q.args = statsGeneral
+		case "settings":
+			q.args = statsSettings
+		default:
+			q.args = statsNone
+		}
 		c.reqs = append(c.reqs, q)
 	case opQuit, opQuitQ:
 		q.kind = kindQuit
@@ -339,10 +346,15 @@ func (c *conn) answerBinary(q *request) {
 	case kindTooLarge:
 		c.fail(q, kv.StatusTooLarge)
 	case kindStats:
-		if q.args == 0 {
-			for _, s := range c.d.stats(c.d.be.Stats()) {
-				c.packet(q, stOK, 0, nil, []byte(s.Name), []byte(s.Value))
-			}
+		var stats []Stat
+		switch q.args {
+		case statsGeneral:
+			stats = c.d.stats(c.d.be.Stats())
+		case statsSettings:
+			stats = c.d.settings()
+		}
+		for _, s := range stats {
+			c.packet(q, stOK, 0, nil, []byte(s.Name), []byte(s.Value))
 		}
 		c.packet(q, stOK, 0, nil, nil, nil)
 	}

@@ -177,3 +177,57 @@ func TestMetaCommands(t *testing.T) {
 	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 	c.expect(fmt.Sprintf("VALUE ck 0 1 %d\r\nx\r\nEND\r\nHD\r\nME ck exp=-1 cas=", cas))
 }
+
+// Operators' commands answer as memcached 1.6.18 answered the same lines,
+// with what is true of the door (memory fixed at start, no slabs).
+func TestOperatorCommands(t *testing.T) {
+	d := startDoor(t, Config{}, newTestBackend(t, 2, false)) // 16 MiB of memory
+	c := dialDoor(t, d)
+	for _, tc := range []struct{ in, want string }{
+		{"verbosity\r\n", "ERROR\r\n"},
+		{"verbosity x\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"verbosity 1 2 3\r\n", "ERROR\r\n"},
+		{"verbosity 1 noreply\r\nmn\r\n", "MN\r\n"},
+		{"verbosity 1\r\n", "OK\r\n"},
+		{"slabs automove\r\n", "ERROR\r\n"},
+		{"slabs automove 9\r\n", "ERROR\r\n"},
+		{"slabs automove x\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"slabs automove 1\r\n", "OK\r\n"},
+		{"flush_all -1\r\n", "OK\r\n"},
+		{"flush_all x\r\n", "CLIENT_ERROR invalid exptime argument\r\n"},
+		{"flush_all 0 0\r\n", "OK\r\n"},
+		{"flush_all 0 0 0\r\n", "ERROR\r\n"},
+		{"flush_all noreply\r\nmn\r\n", "MN\r\n"},
+		{"cache_memlimit\r\n", "ERROR\r\n"},
+		{"cache_memlimit x\r\n", "ERROR\r\n"},
+		{"cache_memlimit 1\r\n", "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n"},
+		{"cache_memlimit 100\r\n", "OK\r\n"},
+		{"cache_memlimit 100 noreply\r\nmn\r\n", "MN\r\n"},
+		{"cache_memlimit 8\r\n", "SERVER_ERROR memory is fixed at start (--memory): cannot lower it\r\n"},
+		{"stats cachedump\r\n", "CLIENT_ERROR bad command line\r\n"},
+		{"stats cachedump x y\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"stats cachedump 1 10\r\n", "END\r\n"},
+		{"stats nosuch\r\n", "ERROR\r\n"},
+		{"stats detail\r\n", "CLIENT_ERROR usage: stats detail on|off|dump\r\n"},
+		{"lru_crawler metadump\r\n", "ERROR\r\n"},
+		{"stats settings\r\n", "STAT maxbytes 16777216\r\nSTAT maxconns 4096\r\nSTAT tcpport "},
+	} {
+		c.send(tc.in)
+		c.expect(tc.want)
+	}
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var rest strings.Builder
+	buf := make([]byte, 4096)
+	for !strings.HasSuffix(rest.String(), "END\r\n") {
+		n, err := c.nc.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest.Write(buf[:n])
+	}
+	for _, want := range []string{"STAT item_size_max 65536\r\n", "STAT idle_timeout 0\r\n", "STAT num_threads 2\r\n"} {
+		if !strings.Contains(rest.String(), want) {
+			t.Errorf("stats settings: no %q in %q", want, rest.String())
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -63,7 +64,9 @@ func (b *testBackend) PartitionOf(hash uint64) int { return b.store.PartitionOf(
 func (b *testBackend) Stopped() <-chan struct{}    { return b.stop }
 func (b *testBackend) Now() uint32                 { return b.store.Now() }
 func (b *testBackend) MaxValue() int               { return b.store.Config().MaxValue }
-func (b *testBackend) Stats() []Stat               { return []Stat{{"curr_items", "0"}} }
+func (b *testBackend) Stats() []Stat {
+	return []Stat{{"curr_items", "0"}, {"limit_maxbytes", fmt.Sprint(b.store.Config().Memory)}}
+}
 func (b *testBackend) Enqueue(p int, x *Batch) bool {
 	if b.inline {
 		for _, c := range x.Cmds {

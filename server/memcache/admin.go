@@ -1,0 +1,161 @@
+package memcache
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+)
+
+// The commands operators and their tools send, answered as memcached 1.6
+// answers them where the door has the same thing to say, and with what is
+// true of the door where it has not (no slabs, memory fixed at start).
+
+// stats subcommands (request.args of kindStats).
+const (
+	statsGeneral  = iota // stats
+	statsSettings        // stats settings
+	statsNone            // stats items, slabs, sizes, conns, cachedump: no slab classes, no lines
+)
+
+// asciiStats: stats [settings|items|slabs|sizes|conns|cachedump <class> <limit>].
+func (c *conn) asciiStats(t [][]byte) error {
+	q := request{kind: kindStats}
+	if len(t) > 1 {
+		switch string(t[1]) {
+		case "settings":
+			q.args = statsSettings
+		case "items", "slabs", "sizes", "conns":
+			q.args = statsNone
+		case "cachedump":
+			// memcached lists a slab class's items here; the door's store
+			// has no slab classes (and memcached 1.6 lists none either
+			// for its segmented LRU): validated, then END.
+			if len(t) != 4 {
+				return c.localASCII("CLIENT_ERROR bad command line", false)
+			}
+			if _, ok := parseUint(t[2], 32); !ok {
+				return c.localASCII("CLIENT_ERROR bad command line format", false)
+			}
+			if _, ok := parseUint(t[3], 32); !ok {
+				return c.localASCII("CLIENT_ERROR bad command line format", false)
+			}
+			q.args = statsNone
+		case "detail":
+			return c.localASCII("CLIENT_ERROR usage: stats detail on|off|dump", false)
+		default:
+			return c.localASCII("ERROR", false)
+		}
+	}
+	c.reqs = append(c.reqs, q)
+	return nil
+}
+
+// settings are the door's answers to stats settings, under memcached's
+// names, each true of the door.
+func (d *Door) settings() []Stat {
+	var maxbytes string
+	for _, s := range d.be.Stats() {
+		if s.Name == "limit_maxbytes" {
+			maxbytes = s.Value
+		}
+	}
+	port := "0"
+	if _, p, err := net.SplitHostPort(d.Addr()); err == nil {
+		port = p
+	}
+	yesNo := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	return []Stat{
+		{"maxbytes", maxbytes},
+		{"maxconns", strconv.Itoa(d.cfg.MaxConns)},
+		{"tcpport", port},
+		{"udpport", "0"},
+		{"verbosity", "0"},
+		{"num_threads", strconv.Itoa(d.be.Partitions())},
+		{"cas_enabled", "yes"},
+		{"binding_protocol", "auto-negotiate"},
+		{"auth_enabled_sasl", yesNo(d.cfg.AuthToken != "")},
+		{"auth_enabled_ascii", "no"},
+		{"item_size_max", strconv.Itoa(d.be.MaxValue())},
+		{"flush_enabled", "yes"},
+		{"dump_enabled", "no"},
+		{"idle_timeout", fmt.Sprint(int64(d.cfg.IdleTimeout.Seconds()))},
+		{"slab_reassign", "no"},
+		{"slab_automove", "0"},
+		{"lru_crawler", "no"},
+	}
+}
+
+// asciiFlush: flush_all [delay] [noreply]; a delay that is not a number is
+// an exptime error, a negative one flushes now, as memcached 1.6.
+func (c *conn) asciiFlush(t [][]byte) error {
+	noreply := len(t) > 1 && string(t[len(t)-1]) == "noreply"
+	if len(t) > 3 {
+		return c.localASCII("ERROR", false)
+	}
+	var delay int64
+	if len(t) > 1 && !(len(t) == 2 && noreply) {
+		var ok bool
+		if delay, ok = parseInt(t[1]); !ok {
+			return c.localASCII("CLIENT_ERROR invalid exptime argument", noreply)
+		}
+		delay = max(delay, 0)
+	}
+	ttl, _ := c.ttl(delay)
+	first, k := c.flushCmds(ttl)
+	c.reqs = append(c.reqs, request{kind: kindFlush, first: first, n: k, noreply: noreply})
+	return nil
+}
+
+// asciiAdmin: cache_memlimit, slabs automove, lru_crawler.
+func (c *conn) asciiAdmin(t [][]byte) error {
+	switch string(t[0]) {
+	case "cache_memlimit":
+		// cache_memlimit <megabytes> [noreply]. The store's memory is
+		// allocated at start (--memory): a limit at or above it already
+		// holds; a lower one cannot be met.
+		noreply, ok := tail(t, 2)
+		var mb uint64
+		if ok {
+			mb, ok = parseUint(t[1], 32)
+		}
+		if !ok {
+			return c.localASCII("ERROR", false)
+		}
+		if mb < 8 {
+			return c.localASCII("MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m", noreply)
+		}
+		for _, s := range c.d.be.Stats() {
+			if limit, err := strconv.ParseUint(s.Value, 10, 64); s.Name == "limit_maxbytes" && err == nil && mb<<20 < limit {
+				return c.localASCII("SERVER_ERROR memory is fixed at start (--memory): cannot lower it", noreply)
+			}
+		}
+		return c.localASCII("OK", noreply)
+	case "slabs":
+		// slabs automove <0|1|2>: accepted (the store has no slabs to
+		// move); other slabs commands are memcached's own.
+		if len(t) >= 2 && string(t[1]) == "automove" {
+			noreply, ok := tail(t, 3)
+			if !ok {
+				return c.localASCII("ERROR", false)
+			}
+			v, ok := parseUint(t[2], 32)
+			if !ok {
+				return c.localASCII("CLIENT_ERROR bad command line format", noreply)
+			}
+			if v > 2 {
+				return c.localASCII("ERROR", false)
+			}
+			return c.localASCII("OK", noreply)
+		}
+	case "lru_crawler":
+		if len(t) >= 3 && string(t[1]) == "metadump" {
+			return c.localASCII("CLIENT_ERROR lru crawler disabled", false)
+		}
+	}
+	return c.localASCII("ERROR", false)
+}
