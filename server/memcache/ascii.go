@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"strconv"
@@ -135,6 +136,13 @@ func (c *conn) parseASCII() error {
 		if len(t) != 1 {
 			return c.localASCII("ERROR", false)
 		}
+		c.quit = true
+		return nil
+	}
+	if len(t) > 1 && bytes.HasPrefix(t[len(t)-1], []byte("HTTP/")) {
+		// An HTTP request (a browser, a probe, a cross-protocol attack):
+		// closed without an answer, as memcached does.
+		c.d.badInput.Add(1)
 		c.quit = true
 		return nil
 	}

@@ -231,3 +231,19 @@ func TestOperatorCommands(t *testing.T) {
 		}
 	}
 }
+
+// An HTTP request line closes the connection without an answer, as
+// memcached does.
+func TestHTTPRequestCloses(t *testing.T) {
+	d := startDoor(t, Config{}, newTestBackend(t, 1, false))
+	for _, req := range []string{"GET / HTTP/1.0\r\n\r\n", "POST /x HTTP/1.1\r\nHost: a\r\n\r\n"} {
+		c := dialDoor(t, d)
+		c.send(req)
+		if got := c.closed(); len(got) != 0 {
+			t.Fatalf("%q answered %q", req, got)
+		}
+	}
+	c := dialDoor(t, d)
+	c.send("get HTTP/1.0\r\nversion\r\n") // a key that looks like it is still a key
+	c.expect("END\r\nVERSION " + Version + "\r\n")
+}
