@@ -90,7 +90,7 @@ const (
 	// body (each in a buffer of its size class, bufpool.go), so a
 	// connection holds at most
 	//
-	//	2*bufSize + maxRoundCmds*(outBase+sizeof(Cmd)) + RoundBytes + 2*class(MaxValue)
+	//	2*bufSize + maxRoundCmds*(outBase+sizeof(Cmd)+sizeof(request)+48) + RoundBytes + 2*class(MaxValue)
 	//
 	// (ConnBound), whatever the keys in a line, the sizes of the values
 	// or whether the client reads its answers.
@@ -137,7 +137,10 @@ type Door struct {
 // ConnBound is the most memory a connection holds, in bytes (RoundBytes).
 func (d *Door) ConnBound() int64 {
 	_, maxBuf := sizeClass(d.be.MaxValue() + kv.MaxKeyLen + 64) // a binary body: extras, key, value
-	return 2*bufSize + maxRoundCmds*(outBase+int64(unsafe.Sizeof(Cmd{}))) + RoundBytes + 2*int64(maxBuf)
+	// Per command: its Cmd and base Out; per request (as many at most):
+	// its entry and a meta command's return flags.
+	perCmd := outBase + int64(unsafe.Sizeof(Cmd{})) + int64(unsafe.Sizeof(request{})) + maxOpaque + 16
+	return 2*bufSize + maxRoundCmds*perCmd + RoundBytes + 2*int64(maxBuf)
 }
 
 // Listen checks the configuration (protected mode as the RFP listener:
