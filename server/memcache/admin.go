@@ -82,11 +82,11 @@ func (d *Door) settings() []Stat {
 		{"auth_enabled_ascii", "no"},
 		{"item_size_max", strconv.Itoa(d.be.MaxValue())},
 		{"flush_enabled", "yes"},
-		{"dump_enabled", "no"},
+		{"dump_enabled", "yes"},
 		{"idle_timeout", fmt.Sprint(int64(d.cfg.IdleTimeout.Seconds()))},
 		{"slab_reassign", "no"},
 		{"slab_automove", "0"},
-		{"lru_crawler", "no"},
+		{"lru_crawler", "yes"},
 	}
 }
 
@@ -153,8 +153,9 @@ func (c *conn) asciiAdmin(t [][]byte) error {
 			return c.localASCII("OK", noreply)
 		}
 	case "lru_crawler":
-		if len(t) >= 3 && string(t[1]) == "metadump" {
-			return c.localASCII("CLIENT_ERROR lru crawler disabled", false)
+		// lru_crawler metadump <all|hash|classes>: every key (dump.go).
+		if len(t) == 3 && string(t[1]) == "metadump" {
+			return c.dumpStart()
 		}
 	}
 	return c.localASCII("ERROR", false)

@@ -415,6 +415,8 @@ func (c *conn) answerASCII(q *request) {
 		line("SERVER_ERROR object too large for cache")
 	case kindMeta:
 		c.answerMeta(q)
+	case kindDump:
+		c.answerDump(c.pool[q.first])
 	case kindStats:
 		var stats []Stat
 		switch q.args {

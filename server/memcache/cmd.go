@@ -17,6 +17,7 @@ const (
 	OpTouch            // Touch
 	OpGat              // GetAndTouch into Out
 	OpFlush            // Flush(TTL) of the whole partition (no key)
+	OpScan             // a chunk of lru_crawler metadump lines from Cursor into Out (dump.go)
 )
 
 // Cmd is one single-key operation of a connection, run on its key's
@@ -45,6 +46,10 @@ type Cmd struct {
 	N      int    // value length; with StatusTooLarge the length needed
 	Meta   kv.Meta
 	Num    uint64 // OpIncr's result
+	// OpScan: where the partition's scan goes on (argument and result),
+	// and whether it reached the log's end.
+	Cursor   uint64
+	ScanDone bool
 
 	keyBuf [kv.MaxKeyLen]byte
 	buf    []byte // the connection reads values (binary: bodies) here
@@ -211,6 +216,8 @@ func (c *Cmd) Exec(p *kv.Partition) {
 	case OpFlush:
 		p.Flush(c.TTL)
 		c.Status = kv.StatusOK
+	case OpScan:
+		c.scan(p)
 	}
 }
 

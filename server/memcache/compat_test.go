@@ -1,6 +1,7 @@
 package memcache
 
 import (
+	"bufio"
 	"fmt"
 	"strings"
 	"testing"
@@ -246,4 +247,50 @@ func TestHTTPRequestCloses(t *testing.T) {
 	c := dialDoor(t, d)
 	c.send("get HTTP/1.0\r\nversion\r\n") // a key that looks like it is still a key
 	c.expect("END\r\nVERSION " + Version + "\r\n")
+}
+
+// lru_crawler metadump lists every live key once, a chunk at a time over
+// all partitions, then END; what follows it in the pipeline comes after.
+func TestMetadump(t *testing.T) {
+	d := startDoor(t, Config{}, newTestBackend(t, 3, false))
+	c := dialDoor(t, d)
+	want := map[string]string{}
+	var set strings.Builder
+	for i := range 3000 {
+		k := fmt.Sprintf("key:%d/%s", i, strings.Repeat("x", i%200))
+		v := strings.Repeat("v", i%50)
+		fmt.Fprintf(&set, "set %s 0 0 %d noreply\r\n%s\r\n", k, len(v), v)
+		enc := strings.NewReplacer(":", "%3A", "/", "%2F").Replace(k)
+		want[enc] = fmt.Sprint(len(v))
+	}
+	c.send(set.String() + "delete key:7/" + strings.Repeat("x", 7) + " noreply\r\n")
+	delete(want, "key%3A7%2F"+strings.Repeat("x", 7))
+	c.send("lru_crawler metadump all\r\nversion\r\n")
+	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c.nc)
+	seen := 0
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == "END\r\n" {
+			break
+		}
+		var key, exp, cas, size string
+		if n, _ := fmt.Sscanf(line, "key=%s exp=%s cas=%s size=%s\r\n", &key, &exp, &cas, &size); n != 4 || exp != "-1" {
+			t.Fatalf("line %q", line)
+		}
+		if want[key] != size {
+			t.Fatalf("%s: size %s, want %q (listed twice or never stored)", key, size, want[key])
+		}
+		delete(want, key)
+		seen++
+	}
+	if len(want) != 0 {
+		t.Fatalf("%d keys not listed (%d listed)", len(want), seen)
+	}
+	if line, _ := r.ReadString('\n'); line != "VERSION "+Version+"\r\n" {
+		t.Fatalf("after END: %q", line)
+	}
 }

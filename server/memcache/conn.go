@@ -71,6 +71,10 @@ type conn struct {
 	getGat  bool
 	getTTL  uint32
 	getExp  bool
+	// A metadump in progress (dump.go): a chunk a round.
+	dumpMore bool
+	dumpPart int
+	dumpAt   uint64
 
 	authed    bool // binary SASL done, or no token needed
 	authFails int  // failed SASL attempts on this connection
@@ -117,6 +121,7 @@ const (
 	kindQuit                    // binary quit: answer, then close
 	kindTooLarge                // a set over the maximum: its key deleted, too large answered
 	kindMeta                    // mg, ms, md, ma, me (meta.go)
+	kindDump                    // a chunk of lru_crawler metadump (dump.go)
 )
 
 // errClose ends a connection after the round's answers (bad input whose
@@ -211,7 +216,7 @@ func (c *conn) round(limit int) error {
 	// keep connections open; Close or IdleTimeout ends the wait). Then
 	// the rest of the round must come within ReadTimeout (boundedReader).
 	c.midRound, c.armedIn = false, false
-	if !c.getMore && c.r.Buffered() == 0 {
+	if !c.getMore && !c.dumpMore && c.r.Buffered() == 0 {
 		if _, err := c.r.Peek(1); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				c.d.idleKicks.Add(1)
@@ -225,6 +230,8 @@ func (c *conn) round(limit int) error {
 	for {
 		if c.getMore {
 			perr = c.getKeys(false)
+		} else if c.dumpMore {
+			perr = c.dumpNext()
 		} else {
 			b, err := c.r.Peek(1)
 			if err != nil {
@@ -237,7 +244,7 @@ func (c *conn) round(limit int) error {
 				perr = c.parseASCII()
 			}
 		}
-		if perr != nil || c.quit || c.getMore || c.r.Buffered() == 0 || c.used >= maxRoundCmds || len(c.reqs) >= maxRoundCmds ||
+		if perr != nil || c.quit || c.getMore || c.dumpMore || c.r.Buffered() == 0 || c.used >= maxRoundCmds || len(c.reqs) >= maxRoundCmds ||
 			c.lim.held.Load() > c.lim.budget || limit > 0 && start-c.r.Buffered() >= limit {
 			break
 		}

@@ -42,6 +42,13 @@ var (
 func (c *conn) pump() (wait bool) {
 	for {
 		c.midRound = false
+		if c.dumpMore { // a metadump's next chunk: nothing to read
+			if err := c.round(0); err != nil {
+				c.pumpErr = err
+				return false
+			}
+			continue
+		}
 		if c.r.Buffered() == 0 {
 			if c.drained {
 				c.drained = false
