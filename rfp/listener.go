@@ -142,6 +142,15 @@ func (l *Listener) TakeRingers(p int, dst []int) []int {
 	return dst
 }
 
+// ReadyStats reports the fabric listener's pool of connections prepared
+// before anyone dials (fabric.Options.Ready); zero where it keeps none.
+func (l *Listener) ReadyStats() fabric.ReadyStats {
+	if rc, ok := l.ln.(fabric.ReadyCounter); ok {
+		return rc.ReadyStats()
+	}
+	return fabric.ReadyStats{}
+}
+
 // Clients is the number of sessions accepted and not closed yet.
 func (l *Listener) Clients() int { return int(l.live.Load()) }
 

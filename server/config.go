@@ -46,8 +46,14 @@ type Config struct {
 	// WRITE (default rfp.DefaultReplyTimeout); a client that takes none
 	// in that time is disconnected.
 	ReplyTimeout time.Duration
-	Fabric       fabric.Options
-	Logf         func(format string, args ...any)
+	// JoinPool is how many connections the listener prepares before
+	// anyone dials, so that a new client's join does not wait for them
+	// (fabric.Options.Ready; on shm a sealed, mapped domain each, a page
+	// of memory and a descriptor while it waits); 0 takes
+	// DefaultJoinPool, a negative value none. Fabric.Ready, if set, wins.
+	JoinPool int
+	Fabric   fabric.Options
+	Logf     func(format string, args ...any)
 	// AuthToken, if set, is the token every client must present;
 	// Insecure lets a network listener other than loopback go without
 	// one (see rfp.CheckListen).
@@ -67,6 +73,7 @@ const (
 	DefaultMaxClients   = rfp.DefaultMaxClients
 	DefaultReplyTimeout = rfp.DefaultReplyTimeout
 	DefaultSpinIdle     = time.Duration(rfp.IdleBeforeSleep)
+	DefaultJoinPool     = 8
 )
 
 // DefaultPartitions is half the Ps this process has (at least one): a
@@ -90,6 +97,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Slots == 0 {
 		c.Slots = rfp.DefaultSlots
+	}
+	if c.JoinPool == 0 {
+		c.JoinPool = DefaultJoinPool
+	}
+	if c.Fabric.Ready == 0 {
+		c.Fabric.Ready = max(c.JoinPool, 0)
 	}
 	// Below IdleBeforeSleep a partition could block while a client still
 	// counts on being polled without ringing (rfp/bells.go).

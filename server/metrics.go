@@ -36,8 +36,12 @@ func newDesc(name, help string) *prometheus.Desc {
 }
 
 var (
-	clientsDesc = prometheus.NewDesc("jakiro_clients", "Connected clients.", nil, nil)
-	metrics     = []metric{
+	clientsDesc   = prometheus.NewDesc("jakiro_clients", "Connected clients.", nil, nil)
+	poolSizeDesc  = prometheus.NewDesc("jakiro_join_pool_size", "Connections the listener prepares before anyone dials (--join-pool).", nil, nil)
+	poolDesc      = prometheus.NewDesc("jakiro_join_pool_ready", "Prepared connections waiting for a client now.", nil, nil)
+	poolTakenDesc = prometheus.NewDesc("jakiro_join_pool_taken_total", "Joins that took a prepared connection.", nil, nil)
+	poolMissDesc  = prometheus.NewDesc("jakiro_join_pool_missed_total", "Joins that found the pool empty and waited for their connection to be made.", nil, nil)
+	metrics       = []metric{
 		{newDesc("items", "Items stored."), prometheus.GaugeValue, func(p *PartitionStats) uint64 { return p.KV.Items }},
 		{newDesc("bytes", "Bytes of items stored."), prometheus.GaugeValue, func(p *PartitionStats) uint64 { return p.KV.Bytes }},
 		{newDesc("capacity_bytes", "Log capacity."), prometheus.GaugeValue, func(p *PartitionStats) uint64 { return p.KV.Capacity }},
@@ -60,6 +64,10 @@ var (
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clientsDesc
+	ch <- poolSizeDesc
+	ch <- poolDesc
+	ch <- poolTakenDesc
+	ch <- poolMissDesc
 	for _, m := range metrics {
 		ch <- m.desc
 	}
@@ -67,6 +75,11 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(clientsDesc, prometheus.GaugeValue, float64(c.s.Clients()))
+	pool := c.s.JoinPool()
+	ch <- prometheus.MustNewConstMetric(poolSizeDesc, prometheus.GaugeValue, float64(pool.Size))
+	ch <- prometheus.MustNewConstMetric(poolDesc, prometheus.GaugeValue, float64(pool.Ready))
+	ch <- prometheus.MustNewConstMetric(poolTakenDesc, prometheus.CounterValue, float64(pool.Taken))
+	ch <- prometheus.MustNewConstMetric(poolMissDesc, prometheus.CounterValue, float64(pool.Missed))
 	for _, st := range c.s.Stats() {
 		part := strconv.Itoa(st.Partition)
 		for _, m := range metrics {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,5 +53,20 @@ jakiro_clients 1
 	n, err := testutil.GatherAndCount(reg, "jakiro_requests_total")
 	if err != nil || n != 2 {
 		t.Fatalf("requests_total series: %d, %v", n, err)
+	}
+	// The join pool: DefaultJoinPool prepared, the client took one (the
+	// listener makes the first before it listens).
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(`
+# HELP jakiro_join_pool_size Connections the listener prepares before anyone dials (--join-pool).
+# TYPE jakiro_join_pool_size gauge
+jakiro_join_pool_size %d
+# HELP jakiro_join_pool_taken_total Joins that took a prepared connection.
+# TYPE jakiro_join_pool_taken_total counter
+jakiro_join_pool_taken_total 1
+# HELP jakiro_join_pool_missed_total Joins that found the pool empty and waited for their connection to be made.
+# TYPE jakiro_join_pool_missed_total counter
+jakiro_join_pool_missed_total 0
+`, DefaultJoinPool)), "jakiro_join_pool_size", "jakiro_join_pool_taken_total", "jakiro_join_pool_missed_total"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -97,6 +97,10 @@ func (s *Server) Addr() string { return s.ln.Addr() }
 // Clients is the number of connected clients.
 func (s *Server) Clients() int { return int(s.clients.Load()) }
 
+// JoinPool reports the listener's pool of connections prepared before
+// anyone dials (Config.JoinPool).
+func (s *Server) JoinPool() fabric.ReadyStats { return s.ln.ReadyStats() }
+
 // Partitions is the number of partitions.
 func (s *Server) Partitions() int { return len(s.parts) }
 

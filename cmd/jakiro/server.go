@@ -71,6 +71,7 @@ func serverCommand() *cli.Command {
 			&cli.StringFlag{Name: "idle", Value: "bell", Usage: "idle partitions: bell (block on a doorbell clients ring: ~0 CPU) or poll (every --doze: tighter wake-up, some CPU)", EnvVars: []string{"JAKIRO_IDLE"}},
 			&cli.DurationFlag{Name: "doze", Value: 20 * time.Microsecond, Usage: "idle poll interval (--idle poll, and fabrics without doorbells)", EnvVars: []string{"JAKIRO_DOZE"}},
 			&cli.DurationFlag{Name: "spin", Value: server.DefaultSpinIdle, Usage: "keep polling at least this long after the last request (yielding the core to other processes past 10µs) before blocking on the doorbell, up to 10x while clients ring soon after it blocks; at least the default, the doorbell contract's minimum (on tcp:// 800µs)", EnvVars: []string{"JAKIRO_SPIN"}},
+			&cli.IntFlag{Name: "join-pool", Value: server.DefaultJoinPool, Usage: "connections prepared before anyone dials, so that a new client's join does not wait for them (shm: a page and a descriptor each while they wait); 0: none", EnvVars: []string{"JAKIRO_JOIN_POOL"}},
 			&cli.DurationFlag{Name: "reply-timeout", Value: server.DefaultReplyTimeout, Usage: "disconnect a client whose connection takes no reply WRITE for this long (reply and hybrid modes)", EnvVars: []string{"JAKIRO_REPLY_TIMEOUT"}},
 			&cli.StringFlag{Name: "rdma-dev", Usage: "RDMA device (rdma:// only)", EnvVars: []string{"JAKIRO_RDMA_DEV"}},
 			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464)", EnvVars: []string{"JAKIRO_METRICS"}},
@@ -148,7 +149,7 @@ func runServer(c *cli.Context) error {
 	cfg := server.Config{
 		Listen: c.String("listen"), Partitions: c.Int("partitions"), Memory: mem, MaxValue: int(maxValue),
 		Slots: c.Int("slots"), ReqRing: int(reqRing), RespRing: int(respRing),
-		MaxClients: c.Int("max-clients"), ReplyTimeout: c.Duration("reply-timeout"),
+		MaxClients: c.Int("max-clients"), ReplyTimeout: c.Duration("reply-timeout"), JoinPool: joinPool(c.Int("join-pool")),
 		Store: c.Bool("store"), ApproxLRU: c.Bool("lru"), ItemSize: int(itemSize),
 		DozeSleep: c.Duration("doze"), SpinIdle: c.Duration("spin"), IdlePoll: idle == "poll",
 		Fabric:    fabric.Options{Device: c.String("rdma-dev"), SendTimeout: c.Duration("send-timeout")},
@@ -234,4 +235,13 @@ func runServer(c *cli.Context) error {
 		return cli.Exit(err, exitError)
 	}
 	return nil
+}
+
+// joinPool maps --join-pool (0: none) to server.Config.JoinPool (0: the
+// default, negative: none).
+func joinPool(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

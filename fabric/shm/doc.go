@@ -20,6 +20,12 @@
 // DomainSize of address space, whatever the dialer's (at most
 // MaxDialerDomain).
 //
+// A listener with Options.Ready keeps that many of its own domains made,
+// sealed and mapped before anyone dials (ready.go), refilled by one
+// goroutine that waits while the pool is full, so a join does not wait
+// for them. Each is a fresh memfd given to one connection and never back:
+// nothing written by one client reaches another.
+//
 // # One-sided operations
 //
 // READ and WRITE are memory copies done by the initiator inside Post,

@@ -34,6 +34,7 @@ type listener struct {
 	opts  fabric.Options
 	q     *acceptq.Queue[*setup]
 	bells *eventbell.Set // nil without Options.Doorbells
+	ready *readyPool     // nil without Options.Ready
 	once  sync.Once
 }
 
@@ -88,6 +89,13 @@ func listen(path string, mode os.FileMode, o fabric.Options) (*listener, error) 
 		}
 	}
 	l := &listener{bells: bells, path: path, addr: "shm://" + path, opts: o}
+	if o.Ready > 0 {
+		if l.ready, err = newReadyPool(o.Ready, o.DomainSize); err != nil {
+			ul.Close()
+			bells.Close()
+			return nil, err
+		}
+	}
 	l.q = acceptq.New(ul, acceptq.Config{
 		Prefix:     "shm",
 		MaxPending: maxPending,
@@ -137,7 +145,7 @@ func (l *listener) hello(_ context.Context, nc net.Conn) (*setup, error) {
 		sendMsg(c, msgReject, nil, -1)
 		return nil, err
 	}
-	d, err := newDomain(l.opts.DomainSize)
+	d, err := l.ready.take(l.opts.DomainSize)
 	if err != nil {
 		unix.Munmap(peer)
 		sendMsg(c, msgReject, nil, -1)
@@ -163,9 +171,13 @@ func (l *listener) Close() error {
 		_ = l.q.Close()
 		os.Remove(l.path)
 		l.bells.Close()
+		l.ready.close()
 	})
 	return nil
 }
+
+// ReadyStats implements fabric.ReadyCounter.
+func (l *listener) ReadyStats() fabric.ReadyStats { return l.ready.stats() }
 
 // WaitBell implements fabric.Doorbells.
 func (l *listener) WaitBell(i int, d time.Duration) (bool, error) {

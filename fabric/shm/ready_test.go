@@ -1,0 +1,97 @@
+package shm
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/fabrictest"
+)
+
+// domainMaps counts this process's mappings of domain memfds.
+func domainMaps(t *testing.T) int {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("cannot read /proc/self/maps: %v", err)
+	}
+	return strings.Count(string(b), "jakiro-shm-domain")
+}
+
+// A listener with Options.Ready keeps that many domains prepared, never
+// more; each join takes a fresh one (its own memfd, zeroed, never seen by
+// another client, even one that wrote into its grant and vanished); Close
+// frees what nobody took.
+func TestReadyPool(t *testing.T) {
+	const ready, joins = 3, 8
+	before := domainMaps(t)
+	path := tempSock(t)
+	ln, err := fabric.Listen("shm://"+path, fabric.Options{DomainSize: 1 << 20, Ready: ready})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	rc := ln.(fabric.ReadyCounter)
+	waitReady := func() {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); rc.ReadyStats().Ready < ready; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("pool holds %d domains 5 s after listen, want %d", rc.ReadyStats().Ready, ready)
+			}
+		}
+	}
+	waitReady()
+	time.Sleep(20 * time.Millisecond) // a refill past the bound would show now
+	if st, n := rc.ReadyStats(), domainMaps(t)-before; st.Size != ready || st.Ready != ready || n != ready {
+		t.Fatalf("full pool: %+v, %d domains mapped; want %d of each", st, n, ready)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	seen := map[uint64]bool{}
+	for i := range joins {
+		p, err := fabrictest.Connect(ctx, ln, fabric.Options{DomainSize: 1 << 20}, 4096, 64<<10, nil)
+		if err != nil {
+			t.Fatalf("join %d: %v", i, err)
+		}
+		ino := domainInode(t, p.A)
+		if seen[ino] {
+			t.Errorf("join %d got a domain an earlier client had", i)
+		}
+		seen[ino] = true
+		if !bytes.Equal(p.AReg.Bytes(), make([]byte, 64<<10)) {
+			t.Errorf("join %d: its grant is not zeroed", i)
+		}
+		// Write the whole grant, then vanish.
+		copy(p.DReg.Bytes(), bytes.Repeat([]byte{0xa5}, 4096))
+		for off := 0; off < 64<<10; off += 4096 {
+			if err := fabric.Write(p.D, p.DReg, 0, p.ToA, uint64(off), 4096); err != nil {
+				t.Fatalf("join %d: WRITE: %v", i, err)
+			}
+		}
+		p.D.Close()
+		p.A.Close()
+		if st := rc.ReadyStats(); st.Ready > ready {
+			t.Fatalf("pool holds %d domains, over its bound %d", st.Ready, ready)
+		}
+	}
+	st := rc.ReadyStats()
+	if st.Taken+st.Missed != joins || st.Taken == 0 {
+		t.Errorf("after %d joins: %+v", joins, st)
+	}
+	waitReady()
+	ln.Close()
+	if n := domainMaps(t) - before; n != 0 {
+		t.Errorf("%d domains still mapped after the listener closed", n)
+	}
+}
+
+// A DomainSize no domain can have fails a pooled listener at once.
+func TestReadyPoolBadSize(t *testing.T) {
+	if ln, err := fabric.Listen("shm://"+tempSock(t), fabric.Options{DomainSize: maxDomainSize + 1, Ready: 2}); err == nil {
+		ln.Close()
+		t.Fatal("a listener with an impossible DomainSize and a pool started")
+	}
+}
