@@ -150,7 +150,7 @@ func (p *Partition) dropItem(off uint64) {
 func (p *Partition) appendItem(key, val []byte, ttl bool, exp uint32, m meta) uint64 {
 	size := itemSize(len(key), len(val), ttl, m)
 	if p.mode == ModeCache {
-		for p.tail+size-p.head > p.cap {
+		for p.tail+size-p.head > p.limit {
 			p.evictHead()
 		}
 		// The head moves through the arena sequentially, with the tail

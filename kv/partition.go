@@ -16,6 +16,7 @@ type Partition struct {
 	main     uint64   // number of main buckets
 	log      []byte   // cap + overhang bytes
 	cap      uint64   // log capacity
+	limit    uint64   // log bytes items may take, at most cap (SetLimit)
 	head     uint64   // oldest intact byte (64-bit, never wraps)
 	tail     uint64   // next byte to write
 	headPhys uint64   // head % cap
@@ -76,6 +77,7 @@ func newPartition(cfg Config, g geometry, mem []byte) *Partition {
 		main:      g.main,
 		log:       mem[idxBytes : idxBytes+g.logCap+g.overhang],
 		cap:       g.logCap,
+		limit:     g.logCap,
 		mode:      cfg.Mode,
 		lru:       cfg.ApproxLRU && cfg.Mode == ModeCache,
 		maxValue:  cfg.MaxValue,

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+
+	"github.com/jakiro-kv/jakiro/kv"
 )
 
 // The commands operators and their tools send, answered as memcached 1.6
@@ -115,9 +117,9 @@ func (c *conn) asciiFlush(t [][]byte) error {
 func (c *conn) asciiAdmin(t [][]byte) error {
 	switch string(t[0]) {
 	case "cache_memlimit":
-		// cache_memlimit <megabytes> [noreply]. The store's memory is
-		// allocated at start (--memory): a limit at or above it already
-		// holds; a lower one cannot be met.
+		// cache_memlimit <megabytes> [noreply]: the store's items take at
+		// most that much from now on (kv.Partition.SetLimit, split
+		// evenly among the partitions; above --memory's log, all of it).
 		noreply, ok := tail(t, 2)
 		var mb uint64
 		if ok {
@@ -126,15 +128,18 @@ func (c *conn) asciiAdmin(t [][]byte) error {
 		if !ok {
 			return c.localASCII("ERROR", false)
 		}
-		if mb < 8 {
-			return c.localASCII("MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m", noreply)
+		parts := uint64(c.d.be.Partitions())
+		least := max(8, (kv.MinLimit(c.d.be.MaxValue())*parts+1<<20-1)>>20)
+		if mb < least {
+			return c.localASCII(fmt.Sprintf("MEMLIMIT_TOO_SMALL cannot set maxbytes to less than %dm", least), noreply)
 		}
-		for _, s := range c.d.be.Stats() {
-			if limit, err := strconv.ParseUint(s.Value, 10, 64); s.Name == "limit_maxbytes" && err == nil && mb<<20 < limit {
-				return c.localASCII("SERVER_ERROR memory is fixed at start (--memory): cannot lower it", noreply)
-			}
+		first := c.used
+		for p := range c.d.be.Partitions() {
+			m := c.cmd()
+			m.Op, m.Part, m.Num = OpLimit, p, mb<<20/parts
 		}
-		return c.localASCII("OK", noreply)
+		c.reqs = append(c.reqs, request{kind: kindFlush, first: first, n: c.used - first, noreply: noreply})
+		return nil
 	case "slabs":
 		// slabs automove <0|1|2>: accepted (the store has no slabs to
 		// move); other slabs commands are memcached's own.

@@ -18,6 +18,7 @@ const (
 	OpGat              // GetAndTouch into Out
 	OpFlush            // Flush(TTL) of the whole partition (no key)
 	OpScan             // a chunk of lru_crawler metadump lines from Cursor into Out (dump.go)
+	OpLimit            // SetLimit(Num) of the whole partition (cache_memlimit); Num: the limit set
 )
 
 // Cmd is one single-key operation of a connection, run on its key's
@@ -218,6 +219,8 @@ func (c *Cmd) Exec(p *kv.Partition) {
 		c.Status = kv.StatusOK
 	case OpScan:
 		c.scan(p)
+	case OpLimit:
+		c.Num, c.Status = p.SetLimit(c.Num), kv.StatusOK
 	}
 }
 

@@ -204,7 +204,6 @@ func TestOperatorCommands(t *testing.T) {
 		{"cache_memlimit 1\r\n", "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n"},
 		{"cache_memlimit 100\r\n", "OK\r\n"},
 		{"cache_memlimit 100 noreply\r\nmn\r\n", "MN\r\n"},
-		{"cache_memlimit 8\r\n", "SERVER_ERROR memory is fixed at start (--memory): cannot lower it\r\n"},
 		{"stats cachedump\r\n", "CLIENT_ERROR bad command line\r\n"},
 		{"stats cachedump x y\r\n", "CLIENT_ERROR bad command line format\r\n"},
 		{"stats cachedump 1 10\r\n", "END\r\n"},
@@ -292,5 +291,51 @@ func TestMetadump(t *testing.T) {
 	}
 	if line, _ := r.ReadString('\n'); line != "VERSION "+Version+"\r\n" {
 		t.Fatalf("after END: %q", line)
+	}
+}
+
+// cache_memlimit bounds what the store's items take from then on, as
+// memcached's: 200 values of 60 KB (12 MB) all stay in 16 MiB, at most
+// 8 MiB of them under an 8 MiB limit, all again once it is raised.
+func TestCacheMemlimit(t *testing.T) {
+	d := startDoor(t, Config{}, newTestBackend(t, 2, false)) // 2 x 8 MiB
+	c := dialDoor(t, d)
+	v := strings.Repeat("m", 60000)
+	kept := func() int {
+		var set, get strings.Builder
+		get.WriteString("get")
+		for i := range 200 {
+			fmt.Fprintf(&set, "set m%d 0 0 %d noreply\r\n%s\r\n", i, len(v), v)
+			fmt.Fprintf(&get, " m%d", i)
+		}
+		c.send(set.String() + get.String() + "\r\n")
+		c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		r := bufio.NewReader(c.nc)
+		n := 0
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if line == "END\r\n" {
+				return n
+			}
+			if strings.HasPrefix(line, "VALUE ") {
+				n++
+			}
+		}
+	}
+	if n := kept(); n != 200 {
+		t.Fatalf("%d of 200 values kept before the limit", n)
+	}
+	c.send("cache_memlimit 8\r\n")
+	c.expect("OK\r\n")
+	if n := kept(); n > 8<<20/len(v) || n == 0 {
+		t.Fatalf("%d values (%d bytes) kept under an 8 MiB limit", n, n*len(v))
+	}
+	c.send("cache_memlimit 1024\r\n")
+	c.expect("OK\r\n")
+	if n := kept(); n != 200 {
+		t.Fatalf("%d of 200 values kept once the limit was raised", n)
 	}
 }
