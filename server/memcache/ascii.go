@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/jakiro-kv/jakiro/kv"
@@ -277,7 +278,7 @@ func storeShape(t [][]byte) (size int64, noreply bool, shape int) {
 	}
 	noreply = len(t) == n+1 && string(t[n]) == "noreply"
 	size, ok := parseInt(t[4])
-	if !ok || size < 0 {
+	if !ok || size < 0 || size > math.MaxInt32-2 { // memcached's bounds
 		return 0, noreply, shapeBadLength
 	}
 	return size, noreply, shapeOK

@@ -61,8 +61,8 @@ func TestBinaryTooLargeKeepsTheConnection(t *testing.T) {
 
 // A get line longer than the read buffer is read a key at a time: 2,000
 // keys of 40 bytes (libmemcached's mget, ~80 KB) and 18,725 keys (~400 KB)
-// are all answered; a key too long ends the line with CLIENT_ERROR after
-// the answers before it, and the connection goes on.
+// are all answered; a key too long makes the line answer CLIENT_ERROR
+// alone, as memcached (its t/issue_152.t), and the connection goes on.
 func TestLongGetLines(t *testing.T) {
 	d := startDoor(t, Config{}, newTestBackend(t, 3, false))
 	c := dialDoor(t, d)
@@ -86,7 +86,7 @@ func TestLongGetLines(t *testing.T) {
 		c.expect(want.String() + "END\r\n")
 	}
 	c.send("get " + key(1) + " " + strings.Repeat("x", 300) + " " + key(2) + "\r\nget " + key(3) + "\r\n")
-	c.expect("VALUE " + key(1) + " 1 1\r\n1\r\nCLIENT_ERROR bad command line format\r\nVALUE " + key(3) + " 3 1\r\n3\r\nEND\r\n")
+	c.expect("CLIENT_ERROR bad command line format\r\nVALUE " + key(3) + " 3 1\r\n3\r\nEND\r\n")
 }
 
 // Malformed storage and delete lines are answered as memcached 1.6.18
@@ -97,6 +97,8 @@ func TestMalformedLinesKeepTheConnection(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"cas foo 0 0 6 \r\nabcdef\r\n", "ERROR\r\nERROR\r\n"}, // the data line is no command either
 		{"set k 0 0 -1\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"set k 0 0 4294967295\r\n", "CLIENT_ERROR bad command line format\r\n"}, // memcached's t/issue_70.t
+		{"set k 0 0 2147483647\r\n", "CLIENT_ERROR bad command line format\r\n"},
 		{"set k 0 0 abc\r\n", "CLIENT_ERROR bad command line format\r\n"},
 		{"set k 0 0 -1 noreply\r\n", ""},
 		{"set k 0 0\r\n", "ERROR\r\n"},

@@ -107,9 +107,12 @@ func (c *conn) getKeys(first bool) error {
 			break
 		}
 		if len(tok) > kv.MaxKeyLen {
-			// The keys before it are answered, then the error, as one
-			// answer; the rest of the line is skipped.
+			// The error alone answers the line, as memcached: this
+			// round's keys are dropped (a line longer than a round has
+			// had its earlier keys answered already); the rest of the
+			// line is skipped.
 			c.getMore, bad = false, true
+			c.used = start
 			if err := c.skipLine(); err != nil {
 				c.used = start
 				return err
