@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/jakiro-kv/jakiro/kv"
 )
@@ -44,6 +45,14 @@ func (c *conn) asciiStats(t [][]byte) error {
 			q.args = statsNone
 		case "detail":
 			return c.localASCII("CLIENT_ERROR usage: stats detail on|off|dump", false)
+		case "reset":
+			// The door's counters restart from 0 (the partitions' are
+			// theirs: EREW, and other clients read them).
+			if len(t) != 2 {
+				return c.localASCII("ERROR", false)
+			}
+			c.reqs = append(c.reqs, request{kind: kindReset})
+			return nil
 		default:
 			return c.localASCII("ERROR", false)
 		}
@@ -76,6 +85,7 @@ func (d *Door) settings() []Stat {
 		{"maxconns", strconv.Itoa(d.cfg.MaxConns)},
 		{"tcpport", port},
 		{"udpport", "0"},
+		{"domain_socket", "NULL"},
 		{"verbosity", "0"},
 		{"num_threads", strconv.Itoa(d.be.Partitions())},
 		{"cas_enabled", "yes"},
@@ -164,4 +174,12 @@ func (c *conn) asciiAdmin(t [][]byte) error {
 		}
 	}
 	return c.localASCII("ERROR", false)
+}
+
+// resetCounters is stats reset: the door's command counters from 0.
+func (d *Door) resetCounters() {
+	for _, c := range []*atomic.Uint64{&d.cmdGet, &d.cmdSet, &d.cmdTouch, &d.getHits, &d.getMisses, &d.cmdFlush, &d.authFails, &d.idleKicks, &d.refused} {
+		c.Store(0)
+	}
+	d.totalConns.Store(d.curConns.Load())
 }

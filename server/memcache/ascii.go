@@ -418,6 +418,10 @@ func (c *conn) answerASCII(q *request) {
 		c.answerMeta(q)
 	case kindDump:
 		c.answerDump(c.pool[q.first])
+	case kindReset:
+		c.count() // the answers before it count, then nothing does
+		c.d.resetCounters()
+		line("RESET")
 	case kindStats:
 		var stats []Stat
 		switch q.args {

@@ -211,6 +211,7 @@ func TestOperatorCommands(t *testing.T) {
 		{"stats cachedump 1 10\r\n", "END\r\n"},
 		{"stats nosuch\r\n", "ERROR\r\n"},
 		{"stats detail\r\n", "CLIENT_ERROR usage: stats detail on|off|dump\r\n"},
+		{"get nothing\r\nstats reset\r\n", "END\r\nRESET\r\n"},
 		{"lru_crawler metadump\r\n", "ERROR\r\n"},
 		{"stats settings\r\n", "STAT maxbytes 16777216\r\nSTAT maxconns 4096\r\nSTAT tcpport "},
 	} {
@@ -227,7 +228,7 @@ func TestOperatorCommands(t *testing.T) {
 		}
 		rest.Write(buf[:n])
 	}
-	for _, want := range []string{"STAT item_size_max 65536\r\n", "STAT idle_timeout 0\r\n", "STAT num_threads 2\r\n"} {
+	for _, want := range []string{"STAT item_size_max 65536\r\n", "STAT idle_timeout 0\r\n", "STAT num_threads 2\r\n", "STAT domain_socket NULL\r\n"} {
 		if !strings.Contains(rest.String(), want) {
 			t.Errorf("stats settings: no %q in %q", want, rest.String())
 		}
@@ -339,5 +340,16 @@ func TestCacheMemlimit(t *testing.T) {
 	c.expect("OK\r\n")
 	if n := kept(); n != 200 {
 		t.Fatalf("%d of 200 values kept once the limit was raised", n)
+	}
+}
+
+// stats reset starts the door's counters again, as memcached's.
+func TestStatsReset(t *testing.T) {
+	d := startDoor(t, Config{}, newTestBackend(t, 1, false))
+	c := dialDoor(t, d)
+	c.send("get a b\r\nstats reset\r\n")
+	c.expect("END\r\nRESET\r\n")
+	if n := d.cmdGet.Load(); n != 0 {
+		t.Fatalf("cmd_get %d after stats reset", n)
 	}
 }

@@ -122,6 +122,7 @@ const (
 	kindTooLarge                // a set over the maximum: its key deleted, too large answered
 	kindMeta                    // mg, ms, md, ma, me (meta.go)
 	kindDump                    // a chunk of lru_crawler metadump (dump.go)
+	kindReset                   // stats reset, when its turn comes (admin.go)
 )
 
 // errClose ends a connection after the round's answers (bad input whose
