@@ -73,6 +73,7 @@ type limiter struct {
 	budget  int64
 	stopped []atomic.Bool // per partition: the rest of its batch is deferred
 	peak    *atomic.Int64 // the door's highest held (tests, stats)
+	all     *atomic.Int64 // the door's held, all connections (stats)
 	pool    *bufPool      // the door's
 }
 
@@ -86,6 +87,7 @@ func (l *limiter) take(n int64, force bool) bool {
 	}
 	for p := l.peak.Load(); v > p && !l.peak.CompareAndSwap(p, v); p = l.peak.Load() {
 	}
+	l.all.Add(n)
 	return true
 }
 

@@ -76,6 +76,7 @@ type conn struct {
 	dumpPart int
 	dumpAt   uint64
 
+	abandoned bool // a run was left to the partitions (timeout, stop)
 	authed    bool // binary SASL done, or no token needed
 	authFails int  // failed SASL attempts on this connection
 	authSleep bool // this round answers a failed SASL attempt: late
@@ -143,7 +144,7 @@ func newConn(d *Door, nc net.Conn) *conn {
 	c.pumpCB = c.pumpFn
 	c.lim.budget = RoundBytes
 	c.lim.stopped = make([]atomic.Bool, d.be.Partitions())
-	c.lim.peak = &d.peakHeld
+	c.lim.peak, c.lim.all = &d.peakHeld, &d.held
 	c.lim.pool = &d.bufs
 	// The buffers come from the door's pools and go back at close (end):
 	// a connection that opens and closes costs no 128 KiB of fresh memory.
@@ -157,6 +158,12 @@ func newConn(d *Door, nc net.Conn) *conn {
 // end gives the connection's buffers back to the door. Nothing of the
 // connection runs after it.
 func (c *conn) end() {
+	if !c.abandoned { // else partitions may still write into its commands
+		for _, m := range c.pool {
+			m.release(0)
+		}
+	}
+	c.d.held.Add(-c.lim.held.Load())
 	c.r.Reset(nil)
 	c.w.Reset(nil)
 	c.d.readers.Put(c.r)
@@ -373,9 +380,11 @@ func (c *conn) run() error {
 	select {
 	case <-c.g.done:
 	case <-c.d.be.Stopped():
+		c.abandoned = true
 		return errClose
 	case <-t.C:
 		c.d.timeout.Add(1)
+		c.abandoned = true
 		return errClose // the batches may still run: this Group is not reused
 	}
 	return c.endRun(err)

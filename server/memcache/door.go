@@ -128,6 +128,7 @@ type Door struct {
 	badInput, slowClients, timeout atomic.Uint64
 	idleKicks, authFails, refused  atomic.Uint64
 	peakHeld                       atomic.Int64 // the highest limiter.held of any connection
+	held                           atomic.Int64 // limiter.held of all connections now
 	started                        time.Time
 
 	readers, writers sync.Pool // connections' bufio buffers
@@ -288,6 +289,7 @@ func (d *Door) stats(be []Stat) []Stat {
 		{"rejected_connections", u(d.refused.Load())},
 		{"idle_kicks", u(d.idleKicks.Load())},
 		{"auth_errors", u(d.authFails.Load())},
+		{"jakiro_buffered_bytes", fmt.Sprint(d.held.Load())},
 		{"jakiro_bad_input_closes", u(d.badInput.Load())},
 		{"jakiro_slow_client_closes", u(d.slowClients.Load())},
 	}

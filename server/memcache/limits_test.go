@@ -110,6 +110,17 @@ func TestLongGetAnswersInOrder(t *testing.T) {
 	if p := d.peakHeld.Load(); p > heldBound(d) {
 		t.Errorf("value buffers held %d bytes, over %d", p, heldBound(d))
 	}
+	// Answered, the connection keeps no buffer grown to a value.
+	if n := d.held.Load(); n != 0 {
+		t.Errorf("an idle connection holds %d bytes of grown buffers", n)
+	}
+	c.nc.Close()
+	for deadline := time.Now().Add(5 * time.Second); d.curConns.Load() != 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := d.held.Load(); n != 0 {
+		t.Errorf("closed connections still account %d bytes", n)
+	}
 }
 
 // Connections that pipeline gets of 60 KB values and never read hold
