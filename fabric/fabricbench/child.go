@@ -16,19 +16,21 @@ import (
 // Environment of a re-executed binary that is to serve.
 const (
 	envServe  = "JAKIRO_FABRICBENCH_SERVE"  // listen URL
-	envRegion = "JAKIRO_FABRICBENCH_REGION" // region size in bytes
+	envRegion = "JAKIRO_FABRICBENCH_REGION" // region size in bytes; "echo": ServeEcho
 )
 
 // ServeChildIfRequested turns this process into a Serve target when it was
-// started by StartServer, and never returns then; otherwise it returns at
-// once. Call it first thing in main or TestMain.
+// started by StartServer (a ServeEcho target by StartEcho), and never
+// returns then; otherwise it returns at once. Call it first thing in main
+// or TestMain.
 func ServeChildIfRequested() {
 	addr := os.Getenv(envServe)
 	if addr == "" {
 		return
 	}
+	echo := os.Getenv(envRegion) == "echo"
 	size, err := strconv.Atoi(os.Getenv(envRegion))
-	if err != nil {
+	if err != nil && !echo {
 		fmt.Fprintf(os.Stderr, "fabricbench child: region size: %v\n", err)
 		os.Exit(2)
 	}
@@ -44,7 +46,11 @@ func ServeChildIfRequested() {
 		os.Exit(0)
 	}()
 	fmt.Println("ready")
-	if err := Serve(ln, size); err != nil {
+	serve := func() error { return Serve(ln, size) }
+	if echo {
+		serve = func() error { return ServeEcho(ln) }
+	}
+	if err := serve(); err != nil {
 		fmt.Fprintf(os.Stderr, "fabricbench child: %v\n", err)
 		os.Exit(1)
 	}
@@ -63,8 +69,18 @@ type Server struct {
 // "-test.run=^$" for a test binary) as a Serve target listening on addr,
 // and waits until it listens.
 func StartServer(addr string, regionSize int, args ...string) (*Server, error) {
+	return start(addr, strconv.Itoa(regionSize), args)
+}
+
+// StartEcho re-executes the current binary (with args) as a ServeEcho
+// target listening on addr, and waits until it listens.
+func StartEcho(addr string, args ...string) (*Server, error) {
+	return start(addr, "echo", args)
+}
+
+func start(addr, region string, args []string) (*Server, error) {
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), envServe+"="+addr, envRegion+"="+strconv.Itoa(regionSize))
+	cmd.Env = append(os.Environ(), envServe+"="+addr, envRegion+"="+region)
 	cmd.Stderr = os.Stderr
 	// Plain pipes rather than StdinPipe/StdoutPipe: we keep reading and
 	// writing while Wait runs.

@@ -10,4 +10,10 @@
 // one as its completion is reaped. StartServer runs Serve in a child
 // process (the current binary, re-executed), which must call
 // ServeChildIfRequested first thing in main or TestMain.
+//
+// ServeEcho is the other target, the floor under one request at a time:
+// a goroutine per connection copies each 32 B request written into its
+// region into a response slot, which the initiator (Echo.RoundTrip) READs
+// again at once until it is there. StartEcho runs it in a child process.
+// server's BenchmarkEchoLatency and `jakiro-bench onebyone` both use it.
 package fabricbench

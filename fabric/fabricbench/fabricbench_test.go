@@ -90,3 +90,75 @@ func TestStartServer(t *testing.T) {
 		t.Fatalf("Stop: %v", err)
 	}
 }
+
+func TestEcho(t *testing.T) {
+	ln, err := fabric.Listen(addr(t), fabric.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- fabricbench.ServeEcho(ln) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := fabricbench.DialEcho(ctx, ln.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := e.Local.Bytes()
+	for i := 0; i < 1000; i++ {
+		// A payload of its own each time: the response must be this
+		// request's, not a stale one.
+		for j := 4; j < fabricbench.EchoReq; j++ {
+			mem[j] = byte(i + j)
+		}
+		if err := e.RoundTrip(); err != nil {
+			t.Fatalf("round trip %d: %v", i, err)
+		}
+		resp := mem[fabricbench.EchoRespOff:]
+		for j := 4; j < fabricbench.EchoReq; j++ {
+			if resp[j] != byte(i+j) {
+				t.Fatalf("round trip %d: response byte %d is %d, want %d", i, j, resp[j], byte(i+j))
+			}
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		if err := e.RoundTrip(); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("RoundTrip allocates %.1f times", a)
+	}
+	e.Close()
+	ln.Close()
+	if err := <-served; err != nil {
+		t.Fatalf("ServeEcho after Close: %v", err)
+	}
+}
+
+func TestStartEcho(t *testing.T) {
+	a := addr(t)
+	srv, err := fabricbench.StartEcho(a, "-test.run=^$")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := fabricbench.DialEcho(ctx, a)
+	if err != nil {
+		srv.Stop()
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if err := e.RoundTrip(); err != nil {
+			t.Fatalf("round trip %d: %v", i, err)
+		}
+	}
+	e.Close()
+	if err := srv.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	// Stopped, the target is gone: dialling it fails.
+	if _, err := fabricbench.DialEcho(ctx, a); err == nil {
+		t.Fatal("dialled an echo target that was stopped")
+	}
+}
