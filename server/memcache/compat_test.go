@@ -353,3 +353,14 @@ func TestStatsReset(t *testing.T) {
 		t.Fatalf("cmd_get %d after stats reset", n)
 	}
 }
+
+// A get line that stops arriving mid-way is a request under way, not an
+// idle connection: it is closed after ReadTimeout.
+func TestLongGetLineStalls(t *testing.T) {
+	d := startDoor(t, Config{ReadTimeout: 300 * time.Millisecond}, newTestBackend(t, 1, false))
+	c := dialDoor(t, d)
+	c.send("get" + strings.Repeat(" k", 600)) // past a round, no end
+	if got := c.closed(); string(got) != "" {
+		t.Fatalf("answered %q", got)
+	}
+}

@@ -173,7 +173,9 @@ func (c *conn) end() {
 
 func (c *conn) serve() {
 	for !c.quit {
-		if c.waitRead != nil && c.r.Buffered() == 0 {
+		// A get line under way waits for its rest within ReadTimeout
+		// (round), not in the pump, where waits are idle ones.
+		if c.waitRead != nil && c.r.Buffered() == 0 && !c.getMore {
 			c.drained, c.pumpErr, c.pumping = false, nil, true
 			err := c.waitRead(c.pumpCB)
 			c.pumping = false

@@ -50,6 +50,9 @@ func (c *conn) pump() (wait bool) {
 			continue
 		}
 		if c.r.Buffered() == 0 {
+			if c.getMore {
+				return false // the rest of a get line: round(), bounded
+			}
 			if c.drained {
 				c.drained = false
 				return true
