@@ -51,6 +51,10 @@ func (b doorBackend) MaxValue() int {
 }
 func (b doorBackend) Enqueue(p int, x *memcache.Batch) bool { return b.s.parts[p].enqueue(x) }
 
+// Evicts reports whether the store evicts when full (stats settings'
+// evictions): not in store mode.
+func (b doorBackend) Evicts() bool { return !b.s.cfg.Store }
+
 // Stats sums the partitions' latest snapshots under memcached's names.
 func (b doorBackend) Stats() []memcache.Stat {
 	var items, bytes, limit, evictions, expired uint64

@@ -80,8 +80,13 @@ func (d *Door) settings() []Stat {
 		}
 		return "no"
 	}
+	evictions := "on" // a Backend that cannot say is a cache
+	if e, ok := d.be.(interface{ Evicts() bool }); ok && !e.Evicts() {
+		evictions = "off"
+	}
 	return []Stat{
 		{"maxbytes", maxbytes},
+		{"evictions", evictions},
 		{"maxconns", strconv.Itoa(d.cfg.MaxConns)},
 		{"tcpport", port},
 		{"udpport", "0"},
