@@ -86,12 +86,12 @@ func (d *Door) settings() []Stat {
 	}
 	return []Stat{
 		{"maxbytes", maxbytes},
-		{"evictions", evictions},
 		{"maxconns", strconv.Itoa(d.cfg.MaxConns)},
 		{"tcpport", port},
 		{"udpport", "0"},
 		{"domain_socket", "NULL"},
 		{"verbosity", "0"},
+		{"evictions", evictions},
 		{"num_threads", strconv.Itoa(d.be.Partitions())},
 		{"cas_enabled", "yes"},
 		{"binding_protocol", "auto-negotiate"},

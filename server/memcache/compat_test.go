@@ -228,7 +228,7 @@ func TestOperatorCommands(t *testing.T) {
 		}
 		rest.Write(buf[:n])
 	}
-	for _, want := range []string{"STAT item_size_max 65536\r\n", "STAT idle_timeout 0\r\n", "STAT num_threads 2\r\n", "STAT domain_socket NULL\r\n"} {
+	for _, want := range []string{"STAT item_size_max 65536\r\n", "STAT idle_timeout 0\r\n", "STAT num_threads 2\r\n", "STAT domain_socket NULL\r\n", "STAT evictions on\r\n"} {
 		if !strings.Contains(rest.String(), want) {
 			t.Errorf("stats settings: no %q in %q", want, rest.String())
 		}
