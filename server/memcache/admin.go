@@ -30,17 +30,23 @@ func (c *conn) asciiStats(t [][]byte) error {
 		case "items", "slabs", "sizes", "conns":
 			q.args = statsNone
 		case "cachedump":
-			// memcached lists a slab class's items here; the door's store
-			// has no slab classes (and memcached 1.6 lists none either
-			// for its segmented LRU): validated, then END.
+			// stats cachedump <class> <limit>: memcached lists a slab
+			// class's items (limit 0: all). The store has no slab
+			// classes: class 1 lists every item (dump.go), as memcdump
+			// reads them, the others none.
 			if len(t) != 4 {
 				return c.localASCII("CLIENT_ERROR bad command line", false)
 			}
-			if _, ok := parseUint(t[2], 32); !ok {
+			class, ok := parseUint(t[2], 32)
+			if !ok {
 				return c.localASCII("CLIENT_ERROR bad command line format", false)
 			}
-			if _, ok := parseUint(t[3], 32); !ok {
+			limit, ok := parseUint(t[3], 32)
+			if !ok {
 				return c.localASCII("CLIENT_ERROR bad command line format", false)
+			}
+			if class == 1 {
+				return c.dumpStart(true, limit)
 			}
 			q.args = statsNone
 		case "detail":
@@ -175,7 +181,7 @@ func (c *conn) asciiAdmin(t [][]byte) error {
 	case "lru_crawler":
 		// lru_crawler metadump <all|hash|classes>: every key (dump.go).
 		if len(t) == 3 && string(t[1]) == "metadump" {
-			return c.dumpStart()
+			return c.dumpStart(false, 0)
 		}
 	}
 	return c.localASCII("ERROR", false)

@@ -51,6 +51,10 @@ type Cmd struct {
 	// and whether it reached the log's end.
 	Cursor   uint64
 	ScanDone bool
+	// OpScan's arguments: cachedump's lines (else metadump's), at most
+	// ScanLeft of them (0: no limit); Num is how many it listed.
+	ScanCache bool
+	ScanLeft  uint64
 
 	keyBuf [kv.MaxKeyLen]byte
 	buf    []byte // the connection reads values (binary: bodies) here

@@ -364,3 +364,40 @@ func TestLongGetLineStalls(t *testing.T) {
 		t.Fatalf("answered %q", got)
 	}
 }
+
+// stats cachedump 1 lists the items as memcached's (memcdump reads it),
+// up to its limit; the other classes none.
+func TestCachedump(t *testing.T) {
+	d := startDoor(t, Config{}, newTestBackend(t, 2, false))
+	c := dialDoor(t, d)
+	c.send("set a 0 0 1\r\nx\r\nset bb 0 0 2\r\nxy\r\nset ccc 0 0 3\r\nxyz\r\n")
+	c.expect("STORED\r\nSTORED\r\nSTORED\r\n")
+	lines := func(req string) []string {
+		c.send(req)
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		r := bufio.NewReader(c.nc)
+		var got []string
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if line == "END\r\n" {
+				return got
+			}
+			got = append(got, line)
+		}
+	}
+	all := strings.Join(lines("stats cachedump 1 0\r\n"), "")
+	for _, want := range []string{"ITEM a [1 b; 0 s]\r\n", "ITEM bb [2 b; 0 s]\r\n", "ITEM ccc [3 b; 0 s]\r\n"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("cachedump: no %q in %q", want, all)
+		}
+	}
+	if got := lines("stats cachedump 1 2\r\n"); len(got) != 2 {
+		t.Errorf("cachedump limit 2: %q", got)
+	}
+	if got := lines("stats cachedump 2 0\r\n"); len(got) != 0 {
+		t.Errorf("cachedump of class 2: %q", got)
+	}
+}

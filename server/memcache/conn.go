@@ -72,9 +72,11 @@ type conn struct {
 	getTTL  uint32
 	getExp  bool
 	// A metadump in progress (dump.go): a chunk a round.
-	dumpMore bool
-	dumpPart int
-	dumpAt   uint64
+	dumpMore  bool
+	dumpPart  int
+	dumpAt    uint64
+	dumpCache bool   // stats cachedump's lines
+	dumpLeft  uint64 // items still to list (a limit), 0: no limit
 
 	abandoned bool // a run was left to the partitions (timeout, stop)
 	authed    bool // binary SASL done, or no token needed

@@ -6,8 +6,9 @@ import (
 	"github.com/jakiro-kv/jakiro/kv"
 )
 
-// lru_crawler metadump lists the store's keys as memcached 1.6 does, one
-// line per item,
+// lru_crawler metadump and stats cachedump 1 list the store's keys as
+// memcached 1.6 does (cachedump: ITEM <key> [<bytes> b; <exp> s]), one
+// line per item; metadump's lines are
 //
 //	key=<url-encoded key> exp=<Unix time, -1: never> cas=<cas> size=<value bytes>
 //
@@ -23,9 +24,11 @@ const (
 	maxDumpLine = 1024 // key=, 250 bytes url-encoded, the numbers
 )
 
-// dumpStart begins a metadump: the first chunk of partition 0.
-func (c *conn) dumpStart() error {
+// dumpStart begins a dump, metadump's lines or (cache) stats cachedump's,
+// of limit items at most (0: all): the first chunk of partition 0.
+func (c *conn) dumpStart(cache bool, limit uint64) error {
 	c.dumpMore, c.dumpPart, c.dumpAt = true, 0, 0
+	c.dumpCache, c.dumpLeft = cache, limit
 	return c.dumpNext()
 }
 
@@ -34,6 +37,7 @@ func (c *conn) dumpNext() error {
 	first := c.used
 	m := c.cmd()
 	m.Op, m.Part, m.Cursor = OpScan, c.dumpPart, c.dumpAt
+	m.ScanCache, m.ScanLeft = c.dumpCache, c.dumpLeft
 	c.reqs = append(c.reqs, request{kind: kindDump, first: first, n: 1})
 	return nil
 }
@@ -41,12 +45,16 @@ func (c *conn) dumpNext() error {
 // answerDump writes a chunk and moves the dump on.
 func (c *conn) answerDump(m *Cmd) {
 	c.w.Write(m.Out[:m.N])
-	if !m.ScanDone {
+	limited := c.dumpLeft > 0
+	if limited {
+		c.dumpLeft -= m.Num
+	}
+	if !m.ScanDone && !(limited && c.dumpLeft == 0) {
 		c.dumpAt = m.Cursor
 		return
 	}
 	c.dumpPart, c.dumpAt = c.dumpPart+1, 0
-	if c.dumpPart == c.d.be.Partitions() {
+	if c.dumpPart == c.d.be.Partitions() || limited && c.dumpLeft == 0 {
 		c.dumpMore = false
 		c.w.WriteString("END\r\n")
 	}
@@ -61,15 +69,20 @@ func (c *Cmd) scan(p *kv.Partition) {
 			return
 		}
 	}
-	out := c.Out[:0]
+	out, listed := c.Out[:0], uint64(0)
 	c.Cursor, c.ScanDone = p.Scan(c.Cursor, scanItems, func(key []byte, m kv.Meta, vlen int) bool {
-		if cap(out)-len(out) < maxDumpLine {
+		if cap(out)-len(out) < maxDumpLine || c.ScanLeft > 0 && listed == c.ScanLeft {
 			return false
 		}
-		out = appendDumpLine(out, key, m, vlen)
+		if c.ScanCache {
+			out = appendCacheLine(out, key, m, vlen)
+		} else {
+			out = appendDumpLine(out, key, m, vlen)
+		}
+		listed++
 		return true
 	})
-	c.N, c.Status = len(out), kv.StatusOK
+	c.N, c.Num, c.Status = len(out), listed, kv.StatusOK
 }
 
 func appendDumpLine(b, key []byte, m kv.Meta, vlen int) []byte {
@@ -93,4 +106,16 @@ func appendDumpLine(b, key []byte, m kv.Meta, vlen int) []byte {
 	b = append(b, " size="...)
 	b = strconv.AppendUint(b, uint64(vlen), 10)
 	return append(b, "\r\n"...)
+}
+
+// appendCacheLine is a stats cachedump line: ITEM <key> [<bytes> b; <exp> s]
+// (exp 0: never), as memcached's.
+func appendCacheLine(b, key []byte, m kv.Meta, vlen int) []byte {
+	b = append(b, "ITEM "...)
+	b = append(b, key...)
+	b = append(b, " ["...)
+	b = strconv.AppendUint(b, uint64(vlen), 10)
+	b = append(b, " b; "...)
+	b = strconv.AppendUint(b, uint64(m.Expires), 10)
+	return append(b, " s]\r\n"...)
 }
