@@ -26,12 +26,18 @@
 //     RoundBytes of values; a get whose value would pass it runs after
 //     the answers before it are written (limiter, in cmd.go); nothing more
 //     is read while a round's answers are being written.
-//   - Bad input never harms anyone else: a line over MaxLine (but a get's), a length that
-//     does not parse or exceeds what can be skipped, a data block without
-//     its "\r\n", a binary header whose lengths do not add up: the
-//     connection gets an error and is closed. What memcached answers with
-//     an error and goes on (unknown commands, a value over the store's
-//     maximum, bad numbers), the door answers the same way.
+//   - Bad input never harms anyone else: a line over MaxLine (but a
+//     get's), a length over what can be skipped (maxSwallow), a data block
+//     without its "\r\n", a binary header whose lengths do not add up:
+//     the connection gets an error and is closed. What memcached 1.6
+//     answers with an error and goes on (unknown commands, malformed
+//     storage lines, a value over the maximum, bad numbers, noreply
+//     included), the door answers the same way (compat_test.go checks
+//     each against memcached 1.6.18's answers); an HTTP request line
+//     closes the connection, as memcached's.
+//   - Commands: the ascii protocol, the meta commands (meta.go), the
+//     operators' (admin.go: stats settings/reset/cachedump, cache_memlimit,
+//     lru_crawler metadump, streamed by dump.go) and the binary protocol.
 //   - Authentication: with Config.AuthToken, binary SASL PLAIN with the
 //     token as password is required before any other command, and ascii is
 //     refused; without it, a non-loopback address is refused unless
