@@ -173,6 +173,15 @@ var ErrRingProtocol = errors.New("rfp: request ring broken by the client")
 // as the partition reads it gets the partition back between passes.
 const maxPollSteps = 64
 
+// Penalize tells the fabric the client broke the protocol (a Broken
+// ring): where the listener paces sources that cost it without doing work
+// (tcp), the client's source is charged (fabric.Penalizer).
+func (s *Session) Penalize() {
+	if pz, ok := s.conn.(fabric.Penalizer); ok {
+		pz.Penalize()
+	}
+}
+
 // Next is the sequence number partition p expects next: it moves on
 // with every record Poll takes, parts and pieces included.
 func (s *Session) Next(p int) uint32 { return s.rings[p].next }

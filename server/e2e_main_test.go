@@ -50,6 +50,8 @@ func TestMain(m *testing.M) {
 		os.Exit(replyHogChild())
 	case "tcpattack":
 		os.Exit(attackChild())
+	case "wrapattack":
+		os.Exit(wrapAttackChild())
 	case "shmflag":
 		os.Exit(shmFlagChild())
 	}

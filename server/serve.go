@@ -35,7 +35,8 @@ func (p *partition) serveFrom(c *peer, now int64) int {
 			return 1
 		}
 		if err := c.sess.Broken(p.id); err != nil {
-			c.fail(err) // it loses its connection, nobody else anything
+			c.sess.Penalize() // a loop of such clients is paced (tcp)
+			c.fail(err)       // it loses its connection, nobody else anything
 		}
 		return 0
 	}

@@ -3,9 +3,14 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jakiro-kv/jakiro/fabric"
 	"github.com/jakiro-kv/jakiro/rfp"
 )
 
@@ -69,4 +74,78 @@ func honestEverywhere(t *testing.T, addr, after string) {
 		}
 	}
 	c.Close()
+}
+
+// wrapAttackChild is the attacker role "wrapattack" (envAttack:
+// _,addr,conns): each of conns loops dialling, writing a wrap marker at
+// the start of every partition's request ring, ringing the partitions and
+// waiting for the server to close the connection (at most 2 s), then
+// pausing 10 ms.
+func wrapAttackChild() int {
+	f := strings.Split(os.Getenv(envAttack), ",")
+	addr := f[1]
+	conns, _ := strconv.Atoi(f[2])
+	var ready sync.WaitGroup
+	for range conns {
+		ready.Add(1)
+		go func() {
+			first := true
+			for {
+				if err := wrapAttackOnce(addr); err != nil {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				if first {
+					ready.Done()
+					first = false
+				}
+				// Paced, as the vanish loop: on 2 cores an unpaced loop
+				// takes the honest client's core whatever the server does.
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+	}
+	ready.Wait()
+	fmt.Println("ATTACKING")
+	select {}
+}
+
+func wrapAttackOnce(addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	setup, err := fabric.Dial(ctx, addr, fabric.Options{})
+	if err != nil {
+		return err
+	}
+	hello := rfp.Hello{Version: rfp.Version, Proof: rfp.AuthProof(os.Getenv(rfp.AuthTokenEnv)), HasProof: true}
+	conn, err := setup.Establish(ctx, hello.Put())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	w, err := rfp.ParseWelcome(conn.PeerData())
+	if err != nil {
+		return err
+	}
+	l := w.Layout
+	local, err := conn.Alloc(l.Size())
+	if err != nil {
+		return err
+	}
+	m := wrapMarker(1)
+	for p := range l.Partitions {
+		off := l.ReqBase(p)
+		copy(local.Bytes()[off:], m)
+		if err := fabric.Write(conn, local, off, w.Grant, uint64(off), len(m)); err != nil {
+			return err
+		}
+		if rg, ok := conn.(fabric.Ringer); ok {
+			rg.RingBell(p)
+		}
+	}
+	select {
+	case <-conn.Done():
+	case <-time.After(2 * time.Second):
+	}
+	return nil
 }

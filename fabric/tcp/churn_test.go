@@ -89,3 +89,32 @@ func waitAcceptorDone(t *testing.T, a fabric.Conn) {
 		t.Fatal("acceptor not done 5 s after the dialer closed")
 	}
 }
+
+// Peers the server closes for breaking its protocol (fabric.Penalizer)
+// are charged even though they wrote requests: a loop of them is paced
+// after churnBurst/penaltyCost, and the acceptor's own Close after it
+// charges nothing more.
+func TestChurnPenalized(t *testing.T) {
+	ln := listen(t, fabric.Options{})
+	joins := churnBurst/penaltyCost + 2
+	for i := range joins {
+		p, err := fabrictest.Connect(ctxT(t), ln, fabric.Options{}, 4096, 4096, nil)
+		if err != nil {
+			t.Fatalf("join %d: %v", i, err)
+		}
+		if err := fabric.Write(p.D, p.DReg, 0, p.ToA, 0, 64); err != nil {
+			t.Fatalf("join %d: WRITE: %v", i, err)
+		}
+		pz, ok := p.A.(fabric.Penalizer)
+		if !ok {
+			t.Fatal("tcp acceptor connection is no fabric.Penalizer")
+		}
+		pz.Penalize()
+		pz.Penalize() // once per connection
+		p.A.Close()
+		p.D.Close()
+	}
+	if wait := ln.(*listener).q.Pace("127.0.0.1"); wait <= 0 {
+		t.Errorf("%d penalized peers from one address: the next handshake is not paced", joins)
+	}
+}

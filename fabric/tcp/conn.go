@@ -66,6 +66,7 @@ type conn struct {
 	// charged by it (youngCost).
 	asked     atomic.Bool   // a WRITE into one of our regions was applied
 	readBytes atomic.Uint64 // bytes of our regions its READs were served
+	penalized atomic.Bool   // Penalize charged its source already
 
 	dead      atomic.Bool
 	closed    atomic.Bool // Close was called: Post and Poll say ErrClosed
@@ -166,6 +167,14 @@ func (c *conn) youngCost() float64 {
 		cost++
 	}
 	return cost
+}
+
+// Penalize implements fabric.Penalizer (acceptor side): the source is
+// charged penaltyCost handshakes at once, however the connection ends.
+func (c *conn) Penalize() {
+	if c.vanished != nil && c.penalized.CompareAndSwap(false, true) {
+		c.vanished(penaltyCost)
+	}
 }
 
 func (c *conn) Close() error { return c.CloseBy(time.Now().Add(closeFlushTimeout)) }

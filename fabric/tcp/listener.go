@@ -44,7 +44,11 @@ const (
 	youngAge   = time.Second
 	churnRate  = 50 // handshakes a second
 	churnBurst = 32
-	readCharge = 1 << 20 // bytes of a young peer's READs that cost a handshake
+	// penaltyCost: what a peer the server closes for breaking the
+	// protocol is charged (fabric.Penalizer), in handshakes: a source
+	// doing so in a loop is paced after churnBurst/penaltyCost of them.
+	penaltyCost = 4
+	readCharge  = 1 << 20 // bytes of a young peer's READs that cost a handshake
 )
 
 func newListener(ln *net.TCPListener, o fabric.Options, bells *eventbell.Set) *listener {
