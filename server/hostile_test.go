@@ -219,7 +219,13 @@ func honestRate(t testing.TB, c *client.Client, d time.Duration) float64 {
 // client.
 func hostileServer(t testing.TB, extra ...string) (*jakiroProc, int64, *client.Client) {
 	t.Helper()
-	srv := startJakiro(t, buildJakiro(t), "tcp://127.0.0.1:0", extra...)
+	return hostileServerOn(t, "tcp://127.0.0.1:0", extra...)
+}
+
+// hostileServerOn is hostileServer listening on listen.
+func hostileServerOn(t testing.TB, listen string, extra ...string) (*jakiroProc, int64, *client.Client) {
+	t.Helper()
+	srv := startJakiro(t, buildJakiro(t), listen, extra...)
 	c := dialT(t, srv.Addr)
 	honestRate(t, c, 200*time.Millisecond) // warm up
 	return srv, rss(t, srv.pid()), c

@@ -30,15 +30,17 @@ func BenchmarkHostile(b *testing.B) {
 			report(b, attackRates(b, c, pairs, start, stop))
 		}
 	})
-	b.Run("wrapmarker", func(b *testing.B) {
-		srv, _, c := hostileServer(b)
-		var attacker *exec.Cmd
-		start := func() { attacker = startAttacker(b, "wrapattack", "wrap", srv.Addr, 4) }
-		stop := func() { attacker.Process.Kill(); attacker.Wait() }
-		for range b.N {
-			report(b, attackRates(b, c, pairs, start, stop))
-		}
-	})
+	for _, fab := range []string{"tcp", "shm"} {
+		b.Run("wrapmarker/"+fab, func(b *testing.B) {
+			srv, _, c := hostileServerOn(b, e2eListenTB(b, fab))
+			var attacker *exec.Cmd
+			start := func() { attacker = startAttacker(b, "wrapattack", "wrap", srv.Addr, 4) }
+			stop := func() { attacker.Process.Kill(); attacker.Wait() }
+			for range b.N {
+				report(b, attackRates(b, c, pairs, start, stop))
+			}
+		})
+	}
 	b.Run("amplify", func(b *testing.B) {
 		srv, _, c := hostileServer(b)
 		var peak int64
