@@ -17,6 +17,7 @@ func TestMain(m *testing.M) {
 	fabricbench.ServeChildIfRequested()
 	serveChildIfRequested()
 	loadChildIfRequested()
+	joinChildIfRequested()
 	holdIdleIfRequested()
 	hogIfRequested()
 	os.Exit(m.Run())

@@ -44,3 +44,36 @@ func procCPU(pid int) time.Duration {
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * clockTick
 }
+
+// procCPUPrecise is process pid's CPU time so far, in nanoseconds: the
+// sum over its threads of /proc/PID/task/TID/schedstat's first field (time
+// on a CPU), where procCPU counts 10 ms ticks. A thread that has exited
+// takes its time with it (Go's threads live as long as the process). It
+// falls back to procCPU where schedstat is missing.
+func procCPUPrecise(pid int) time.Duration {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil || len(tasks) == 0 {
+		return procCPU(pid)
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // exited meanwhile
+			}
+			return procCPU(pid)
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return procCPU(pid)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return procCPU(pid)
+		}
+		sum += ns
+	}
+	return time.Duration(sum)
+}

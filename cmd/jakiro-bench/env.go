@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,10 @@ type env struct {
 	CompareSystems []string
 	YCSBThreads    []int
 	ExtThreads     int
+	// onebyone, join: the fabrics (nil: the experiment's own), and the
+	// join burst's process count.
+	Fabrics   []string
+	JoinProcs int
 }
 
 func commonFlags() []cli.Flag {
@@ -63,6 +68,8 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "compare-systems", Usage: "compare, comparetcp: only these systems (comma-separated names, e.g. jakiro-defaults,memcached,noop)"},
 		&cli.StringFlag{Name: "ycsb-threads", Usage: "compare, comparetcp: go-ycsb thread counts (default: the experiment's)"},
 		&cli.IntFlag{Name: "ext-threads", Value: 1, Usage: "compare, comparetcp: memcached worker threads (-t)"},
+		&cli.StringFlag{Name: "fabric", Usage: "onebyone, join: fabrics, comma-separated: shm, tcp (default: onebyone shm,tcp; join shm)"},
+		&cli.IntFlag{Name: "join-procs", Value: 256, Usage: "join: processes in the burst, each joining once"},
 		&cli.DurationFlag{Name: "quiet-wait", Value: 45 * time.Second, Usage: "before each experiment, wait up to this long for the machine to be 80% idle"},
 	}
 }
@@ -84,14 +91,49 @@ func newEnv(c *cli.Context) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
+	fabrics, err := parseFabrics(c.String("fabric"))
+	if err != nil {
+		return nil, fmt.Errorf("--fabric: %w", err)
+	}
+	if c.Int("join-procs") < 1 {
+		return nil, fmt.Errorf("--join-procs %d: want at least 1", c.Int("join-procs"))
+	}
 	var systems []string
 	if s := c.String("compare-systems"); s != "" {
 		systems = strings.Split(s, ",")
 	}
-	return &env{ScaleParts: parts, ScaleProcs: c.Int("scale-procs"), ScaleLoads: loads,
+	return &env{Fabrics: fabrics, JoinProcs: c.Int("join-procs"), ScaleParts: parts, ScaleProcs: c.Int("scale-procs"), ScaleLoads: loads,
 		ClientMode: mode, CompareSystems: systems, YCSBThreads: threads, ExtThreads: c.Int("ext-threads"), Ctx: c.Context, Out: c.String("out"), Addr: c.String("addr"), Duration: c.Duration("duration"),
 		Warmup: c.Duration("warmup"), Keys: c.Int("keys"), Partitions: c.Int("partitions"), Quick: c.Bool("quick"), Reps: max(1, c.Int("reps")),
 		QuietWait: c.Duration("quiet-wait"), M: getMachineInfo(), Log: os.Stdout}, nil
+}
+
+// parseFabrics reads --fabric: "" is nil (each experiment's own), else
+// distinct names of shm and tcp, comma-separated.
+func parseFabrics(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f != "shm" && f != "tcp" {
+			return nil, fmt.Errorf("fabric %q: want shm or tcp", f)
+		}
+		if slices.Contains(out, f) {
+			return nil, fmt.Errorf("fabric %q given twice", f)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// fabricsOr is --fabric, or def where it was not given.
+func (e *env) fabricsOr(def ...string) []string {
+	if len(e.Fabrics) > 0 {
+		return e.Fabrics
+	}
+	return def
 }
 
 func (e *env) logf(format string, args ...any) { fmt.Fprintf(e.Log, format+"\n", args...) }

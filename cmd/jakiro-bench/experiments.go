@@ -16,9 +16,10 @@ type experiment struct {
 	Run   func(e *env) error
 }
 
-// userProcs are the experiments that run go-ycsb as its users do: at the
-// machine's GOMAXPROCS, unless --client-procs says otherwise.
-var userProcs = map[string]bool{"compare": true, "comparetcp": true, "ycsbthreads": true}
+// userProcs are the experiments whose clients run as their users' do (go-ycsb,
+// a program's one client): at the machine's GOMAXPROCS, unless
+// --client-procs says otherwise.
+var userProcs = map[string]bool{"compare": true, "comparetcp": true, "ycsbthreads": true, "onebyone": true, "join": true}
 
 // experiments in the order figures runs them.
 var experiments = []experiment{
@@ -41,6 +42,8 @@ var experiments = []experiment{
 	{"callers", "one process, Get from 64 and 1,024 goroutines (own connections, one shared Client) vs one goroutine's batches of 8, GOMAXPROCS 1 and 2: ops/s and client and server CPU per op", runCallers},
 	{"scale", "server partitions vs N load processes x C connections x window W, and the same load from one process at GOMAXPROCS N: ops/s, client and server CPU per op", runScale},
 	{"servers", "one client over 1, 2 and 3 servers on loopback tcp (median of 3 interleaved rounds, min-max)", runServers},
+	{"onebyone", "one GET at a time against jakiro server at its defaults, each client mode, on shm and tcp: p50 and p99 beside the echo floor (a 32 B request through a process that copies it back)", runOneByOne},
+	{"join", "a burst of --join-procs processes each Dial + one GET + Close at once vs memcached connect + get + close: join p50/p99, time to all answered, server CPU per join; an established client's GET rate alone and during the burst", runJoin},
 }
 
 // startProcs is the GOMAXPROCS this process started with: what go-ycsb

@@ -18,6 +18,8 @@ func TestClientProcs(t *testing.T) {
 		{"compare", nil, startProcs},
 		{"comparetcp", []string{"--client-procs", "3"}, 3},
 		{"window", nil, 1},
+		{"onebyone", nil, startProcs},
+		{"join", []string{"--client-procs", "1"}, 1},
 		{"callers", []string{"--client-procs", "2"}, 2},
 	} {
 		got := -1

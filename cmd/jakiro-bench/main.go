@@ -40,6 +40,7 @@ func main() {
 	serveChildIfRequested()
 	stressChildIfRequested()
 	loadChildIfRequested()
+	joinChildIfRequested()
 	holdIdleIfRequested()
 	hogIfRequested()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

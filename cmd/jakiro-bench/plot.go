@@ -8,6 +8,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // series is one line (or one bar set) of a figure; Lo and Hi, when set,
@@ -103,12 +105,39 @@ func cdfPlot(path, title, xl string, ss []series, logX bool) error {
 
 // barPlot draws grouped bars: one group per label, one bar per series.
 func barPlot(path, title, yl string, labels []string, ss []series) error {
+	p, err := barPanel(title, yl, labels, ss)
+	if err != nil {
+		return err
+	}
+	return save(p, path)
+}
+
+// barPanels draws bar panels side by side, each 6 inches wide.
+func barPanels(path string, ps ...*plot.Plot) error { return plotGrid(path, [][]*plot.Plot{ps}) }
+
+// plotGrid draws rows of panels, each 6 by 4.5 inches.
+func plotGrid(path string, rows [][]*plot.Plot) error {
+	w, h := vg.Length(len(rows[0]))*6*vg.Inch, vg.Length(len(rows))*4.5*vg.Inch
+	img := vgimg.New(w, h)
+	tiles := draw.Tiles{Rows: len(rows), Cols: len(rows[0]), PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 6,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	cs := plot.Align(rows, tiles, draw.New(img))
+	for i, row := range rows {
+		for j, p := range row {
+			p.Draw(cs[i][j])
+		}
+	}
+	return savePNG(img, path)
+}
+
+// barPanel is barPlot's figure, not yet saved.
+func barPanel(title, yl string, labels []string, ss []series) (*plot.Plot, error) {
 	p := newPlot(title, "", yl)
 	w := vg.Points(math.Max(6, 60/float64(len(ss))))
 	for i, s := range ss {
 		b, err := plotter.NewBarChart(plotter.Values(s.Y), w)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b.Color = plotutil.Color(i)
 		b.LineStyle.Color = color.Black
@@ -125,5 +154,5 @@ func barPlot(path, title, yl string, labels []string, ss []series) error {
 	}
 	p.NominalX(labels...)
 	headroom(p, ss)
-	return save(p, path)
+	return p, nil
 }
