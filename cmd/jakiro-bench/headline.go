@@ -159,9 +159,14 @@ func (t *resultsCSV) commitDate() (string, error) {
 }
 
 // formatMetric shows a metric's value: throughput in k or M ops/s to
-// four significant digits, latency in µs to a tenth.
+// four significant digits, latency in µs to a tenth (a hundredth under
+// 10 µs, a unit from 1000 µs).
 func formatMetric(metric string, v float64) string {
 	switch {
+	case strings.HasSuffix(metric, "_us") && v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64) + " µs"
+	case strings.HasSuffix(metric, "_us") && v >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64) + " µs"
 	case strings.HasSuffix(metric, "_us"):
 		return strconv.FormatFloat(v, 'f', 1, 64) + " µs"
 	case v >= 1e6:

@@ -341,3 +341,27 @@ func TestReplaceHeadlineMarkers(t *testing.T) {
 		t.Errorf("got %q, %v; want %q", got, err, want)
 	}
 }
+
+// TestFormatMetric: each shown number parses back within its rounding.
+func TestFormatMetric(t *testing.T) {
+	for _, tc := range []struct {
+		metric string
+		v      float64
+		want   string
+	}{
+		{"p50_us", 0.7285, "0.73 µs"},
+		{"p50_us", 36.2, "36.2 µs"},
+		{"join_p50_us", 34505.948, "34506 µs"},
+		{"ops_per_sec", 173807, "173.8 k ops/s"},
+		{"ops_per_sec", 1.5e6, "1.50 M ops/s"},
+	} {
+		got := formatMetric(tc.metric, tc.v)
+		if got != tc.want {
+			t.Errorf("formatMetric(%s, %v) = %q, want %q", tc.metric, tc.v, got, tc.want)
+		}
+		s, err := parseShown(got)
+		if err != nil || math.Abs(s.v-tc.v) > s.tol {
+			t.Errorf("%q parses as %v ± %v (%v), want %v", got, s.v, s.tol, err, tc.v)
+		}
+	}
+}
