@@ -167,8 +167,11 @@ func (e *Engine) onRead(p int, now int64) {
 	// long enough that it rarely misses again.
 	gap := e.delay.NS()/2 + 200
 	gap <<= min(h.reads, 7)
-	if e.cfg.CopyReads {
-		gap = 0 // a READ again costs a copy: look at every step
+	if e.cfg.CopyReads && ps.qn == 1 {
+		// A request alone: a READ again costs a copy, look at every
+		// step. Several in flight are answered one after another: the
+		// pace below spares the driver READs that find nothing.
+		gap = 0
 	}
 	if h.reads < 255 {
 		h.reads++
