@@ -92,11 +92,10 @@ func waitAcceptorDone(t *testing.T, a fabric.Conn) {
 
 // Peers the server closes for breaking its protocol (fabric.Penalizer)
 // are charged even though they wrote requests: a loop of them is paced
-// after churnBurst/penaltyCost, and the acceptor's own Close after it
-// charges nothing more.
+// after churnBurst/penaltyCost of them.
 func TestChurnPenalized(t *testing.T) {
 	ln := listen(t, fabric.Options{})
-	joins := churnBurst/penaltyCost + 2
+	joins := 2 * churnBurst / penaltyCost // twice the burst: decay during a slow loop stays under it
 	for i := range joins {
 		p, err := fabrictest.Connect(ctxT(t), ln, fabric.Options{}, 4096, 4096, nil)
 		if err != nil {
