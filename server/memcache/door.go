@@ -208,7 +208,6 @@ func (d *Door) Serve(ctx context.Context) error {
 			nc.Close()
 			continue
 		}
-		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
 			defer d.untrack(nc)
@@ -235,6 +234,10 @@ func (d *Door) track(nc net.Conn) bool {
 	d.conns[nc] = struct{}{}
 	d.curConns.Add(1)
 	d.totalConns.Add(1)
+	// Under mu, after the stop check: Close takes mu before it waits, so
+	// no Add can follow its Wait (the race detector holds a WaitGroup to
+	// that).
+	d.wg.Add(1)
 	return true
 }
 
