@@ -35,10 +35,10 @@ var headlines = []headline{
 	{"the same, 16 threads", "bigger/compare.csv", "system=jakiro-defaults threads=16", "memcached -t 8", "system=memcached threads=16", "ops_per_sec", "vs_memcached"},
 	{"go-ycsb 95% GET zipfian, loopback tcp, 1 thread", "compare_tcp.csv", "system=jakiro-tcp threads=1", "Redis", "system=redis threads=1", "ops_per_sec", "vs_redis"},
 	{"the same, 4 threads", "compare_tcp.csv", "system=jakiro-tcp threads=4", "Redis", "system=redis threads=4", "ops_per_sec", "vs_redis"},
-	{"the same", "compare_tcp.csv", "system=jakiro-tcp threads=4", "memcached", "system=memcached threads=4", "ops_per_sec", "vs_memcached"},
 	{"memcached door, go-ycsb 95% GET, 1 partition", "door.csv", "system=jakiro-door-p1", "memcached -t 1", "system=memcached-t1", "ops_per_sec", "ops_vs_memcached"},
-	{"the same, 2 partitions", "door.csv", "system=jakiro-door-p2", "memcached -t 2", "system=memcached-t2", "ops_per_sec", "ops_vs_memcached"},
-	{"the same, 1 partition, p50 latency", "door.csv", "system=jakiro-door-p1", "memcached -t 1", "system=memcached-t1", "p50_us", "p50_vs_memcached"},
+	{"the same, p50 latency", "door.csv", "system=jakiro-door-p1", "memcached -t 1", "system=memcached-t1", "p50_us", "p50_vs_memcached"},
+	{"one GET at a time, shm, p50 (auto mode)", "onebyone.csv", "fabric=shm system=auto", "echo floor", "fabric=shm system=echo", "p50_us", "p50_vs_echo"},
+	{"256 processes join at once, shm, p50 Dial + GET", "join.csv", "system=jakiro fabric=shm", "memcached connect + get", "system=memcached", "join_p50_us", "p50_vs_memcached"},
 }
 
 // headlineHeader is the table's head; the test reads the rows by it.
