@@ -95,52 +95,52 @@ func attackChild() int {
 	f := strings.Split(os.Getenv(envAttack), ",")
 	kind, addr := f[0], f[1]
 	conns, _ := strconv.Atoi(f[2])
+	return attackLoops(conns, func(attacked func()) {
+		for {
+			nc, g, err := rawTCPPeer(addr)
+			if err != nil {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			nc.Write(wholeReads(g))
+			switch kind {
+			case "amplify":
+				// Past the server's send timeout (1 s), reading nothing.
+				attacked()
+				time.Sleep(1500 * time.Millisecond)
+				nc.Close()
+			case "vanish":
+				nc.SetLinger(0)
+				nc.Close()
+				attacked()
+				// Paced: on a 2-core machine an unpaced loop takes the
+				// honest client's core, whatever the server does.
+				time.Sleep(10 * time.Millisecond)
+			case "slowread":
+				attacked()
+				buf := make([]byte, 64<<10)
+				for {
+					if _, err := nc.Read(buf); err != nil {
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				nc.Close()
+			}
+		}
+	})
+}
+
+// attackLoops runs conns attacker goroutines, each calling attacked once
+// it has attacked, says ATTACKING on stdout when all have, and never
+// returns.
+func attackLoops(conns int, loop func(attacked func())) int {
 	var ready sync.WaitGroup
 	for range conns {
 		ready.Add(1)
 		go func() {
-			first := true
-			for {
-				nc, g, err := rawTCPPeer(addr)
-				if err != nil {
-					time.Sleep(10 * time.Millisecond)
-					continue
-				}
-				nc.Write(wholeReads(g))
-				switch kind {
-				case "amplify":
-					// Past the server's send timeout (1 s), reading nothing.
-					if first {
-						ready.Done()
-						first = false
-					}
-					time.Sleep(1500 * time.Millisecond)
-					nc.Close()
-				case "vanish":
-					nc.SetLinger(0)
-					nc.Close()
-					if first {
-						ready.Done()
-						first = false
-					}
-					// Paced: on a 2-core machine an unpaced loop takes the
-					// honest client's core, whatever the server does.
-					time.Sleep(10 * time.Millisecond)
-				case "slowread":
-					if first {
-						ready.Done()
-						first = false
-					}
-					buf := make([]byte, 64<<10)
-					for {
-						if _, err := nc.Read(buf); err != nil {
-							break
-						}
-						time.Sleep(5 * time.Millisecond)
-					}
-					nc.Close()
-				}
-			}
+			var once sync.Once
+			loop(func() { once.Do(ready.Done) })
 		}()
 	}
 	ready.Wait()

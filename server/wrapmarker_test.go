@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -85,29 +84,18 @@ func wrapAttackChild() int {
 	f := strings.Split(os.Getenv(envAttack), ",")
 	addr := f[1]
 	conns, _ := strconv.Atoi(f[2])
-	var ready sync.WaitGroup
-	for range conns {
-		ready.Add(1)
-		go func() {
-			first := true
-			for {
-				if err := wrapAttackOnce(addr); err != nil {
-					time.Sleep(10 * time.Millisecond)
-					continue
-				}
-				if first {
-					ready.Done()
-					first = false
-				}
-				// Paced, as the vanish loop: on 2 cores an unpaced loop
-				// takes the honest client's core whatever the server does.
+	return attackLoops(conns, func(attacked func()) {
+		for {
+			if err := wrapAttackOnce(addr); err != nil {
 				time.Sleep(10 * time.Millisecond)
+				continue
 			}
-		}()
-	}
-	ready.Wait()
-	fmt.Println("ATTACKING")
-	select {}
+			attacked()
+			// Paced, as the vanish loop: on 2 cores an unpaced loop
+			// takes the honest client's core whatever the server does.
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 }
 
 func wrapAttackOnce(addr string) error {
