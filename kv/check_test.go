@@ -101,7 +101,7 @@ func (p *Partition) check() error {
 		if klen == 0 || klen > MaxKeyLen || vlen > p.maxValue {
 			return fmt.Errorf("garbage item at %d: klen %d vlen %d", off, klen, vlen)
 		}
-		switch r[0] &^ (markFlags | markVersion) {
+		switch r[0] &^ (markFlags | markVersion | markCarried) {
 		case markLive:
 			items++
 			bytes += size

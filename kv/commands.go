@@ -21,6 +21,22 @@ type Meta struct {
 	// Expires is when the item expires on the store's clock (Now), 0 if
 	// never: memcached's meta commands report the TTL left.
 	Expires uint32
+	// Accessed is when the item was last written or read, before the
+	// command that returns it, on the store's clock, if Timed: memcached's
+	// last access (mg's l, me's la).
+	Accessed uint32
+	// Timed: the item keeps its access time (Config.AccessTimes).
+	Timed bool
+	// Fetched: the item had been read (Get, GetItem, GetAndTouch, Touch)
+	// before the command that returns it: memcached's "hit before" (mg's h,
+	// me's fetch). A write starts a new item, not fetched.
+	Fetched bool
+}
+
+// public is the Meta of an item with these fields and expiry exp.
+func (m meta) public(exp uint32) Meta {
+	return Meta{Version: m.version, Flags: m.flags, Expires: exp, Accessed: m.atime,
+		Timed: m.marks&markAtime != 0, Fetched: m.marks&markFetched != 0}
 }
 
 // StoreMode is Store's condition.
@@ -53,8 +69,7 @@ type hit struct {
 	vlen      int
 	ttl       bool
 	exp       uint32
-	flags     uint32
-	version   uint64
+	m         meta
 	valueFrom int // r[valueFrom:valueFrom+vlen] is the value
 }
 
@@ -76,20 +91,15 @@ func (p *Partition) lookup(hash uint64, key []byte) (hit, bool) {
 			return hit{}, false
 		}
 	}
-	flags, ver := metaOf(r, h, ttl, off)
 	return hit{wi: wi, off: off, r: r, h: h, klen: klen, vlen: vlen, ttl: ttl, exp: exp,
-		flags: flags, version: ver, valueFrom: h + klen}, true
+		m: metaOf(r, h, ttl, off), valueFrom: h + klen}, true
 }
 
 func (x *hit) value() []byte { return x.r[x.valueFrom : x.valueFrom+x.vlen] }
 
-func (x *hit) meta() Meta {
-	m := Meta{Version: x.version, Flags: x.flags}
-	if x.ttl {
-		m.Expires = x.exp
-	}
-	return m
-}
+// meta is the item's Meta as lookup found it (before the command's own
+// access).
+func (x *hit) meta() Meta { return x.m.public(x.exp) }
 
 // begin is every command's preamble: key check, a due flush, and the
 // pending items settled (a command reads the item it replaces, and
@@ -105,9 +115,19 @@ func (p *Partition) begin(key []byte) Status {
 	return StatusOK
 }
 
-// GetItem is Get that also returns the item's Meta (memcached's gets).
-// It does not allocate.
+// GetItem is Get that also returns the item's Meta (memcached's gets), as
+// it was before this read. It does not allocate.
 func (p *Partition) GetItem(hash uint64, key, dst []byte) (int, Meta, Status) {
+	return p.getItem(hash, key, dst, true)
+}
+
+// PeekItem is GetItem that leaves the item as it was: neither fetched nor
+// accessed (memcached's mg with u, me).
+func (p *Partition) PeekItem(hash uint64, key, dst []byte) (int, Meta, Status) {
+	return p.getItem(hash, key, dst, false)
+}
+
+func (p *Partition) getItem(hash uint64, key, dst []byte, access bool) (int, Meta, Status) {
 	if st := p.begin(key); st != StatusOK {
 		return 0, Meta{}, st
 	}
@@ -120,6 +140,9 @@ func (p *Partition) GetItem(hash uint64, key, dst []byte) (int, Meta, Status) {
 	m := x.meta()
 	if x.vlen > len(dst) {
 		return x.vlen, m, StatusTooLarge
+	}
+	if access {
+		p.access(x.r, x.h, x.ttl)
 	}
 	return copy(dst, x.value()), m, StatusOK
 }
@@ -142,7 +165,7 @@ func (p *Partition) Store(hash uint64, key, value []byte, ttlSeconds uint32, fla
 	switch {
 	case cas != 0 && !found:
 		return 0, StatusNotFound
-	case cas != 0 && x.version != cas:
+	case cas != 0 && x.m.version != cas:
 		return 0, StatusExists
 	case mode == StoreAdd && found:
 		return 0, StatusNotStored
@@ -161,9 +184,9 @@ func (p *Partition) Store(hash uint64, key, value []byte, ttlSeconds uint32, fla
 		} else {
 			copy(buf[copy(buf, value):], x.value())
 		}
-		value, flags, ttl, exp = buf, x.flags, x.ttl, x.exp
+		value, flags, ttl, exp = buf, x.m.flags, x.ttl, x.exp
 	}
-	if st := p.put(hash, key, value, ttl, exp, meta{flags: flags}); st != StatusOK {
+	if st := p.put(hash, key, value, ttl, exp, p.fresh(flags)); st != StatusOK {
 		return 0, st
 	}
 	return p.lastOff + 1, StatusOK
@@ -203,10 +226,10 @@ func (p *Partition) Incr(hash uint64, key []byte, delta uint64, decr bool, creat
 		default:
 			n = v - delta
 		}
-		flags, ttl, exp = x.flags, x.ttl, x.exp
+		flags, ttl, exp = x.m.flags, x.ttl, x.exp
 	}
 	var digits [MaxDecimal]byte
-	if st := p.put(hash, key, strconv.AppendUint(digits[:0], n, 10), ttl, exp, meta{flags: flags}); st != StatusOK {
+	if st := p.put(hash, key, strconv.AppendUint(digits[:0], n, 10), ttl, exp, p.fresh(flags)); st != StatusOK {
 		return 0, 0, st
 	}
 	return n, p.lastOff + 1, StatusOK
@@ -274,6 +297,8 @@ func (p *Partition) touch(hash uint64, key []byte, ttlSeconds uint32, dst []byte
 	if get {
 		n = copy(dst, x.value())
 	}
+	// A touch is an access, as memcached's.
+	p.access(x.r, x.h, x.ttl)
 	ttl, exp := p.expiry(ttlSeconds)
 	if ttl && x.ttl {
 		// The item has room for an expiry: rewrite it in place.
@@ -284,7 +309,7 @@ func (p *Partition) touch(hash uint64, key []byte, ttlSeconds uint32, dst []byte
 	// goes through the scratch buffer, as making room may overwrite it.
 	buf := p.scratchOf(x.vlen)
 	copy(buf, x.value())
-	if st := p.put(hash, key, buf, ttl, exp, meta{x.flags, x.version}); st != StatusOK {
+	if st := p.put(hash, key, buf, ttl, exp, metaOf(x.r, x.h, x.ttl, x.off)); st != StatusOK {
 		return 0, Meta{}, st
 	}
 	return n, m, StatusOK

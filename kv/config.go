@@ -60,6 +60,12 @@ type Config struct {
 	// ApproxLRU re-appends, in cache mode, an item that is hit while in the
 	// oldest eighth of the log, so items in use survive the log's wrap.
 	ApproxLRU bool
+	// AccessTimes has every item carry the time it was last written or
+	// read (Meta.Accessed: memcached's last access, which its meta
+	// protocol reports), 4 bytes more per item. Reads set it only when it
+	// changed, at most once a second per item. Off, items keep only their
+	// fetched bit (Meta.Fetched), which costs nothing.
+	AccessTimes bool
 	// Now is the clock for TTLs, in seconds. nil means a cheap coarse Unix
 	// clock (one atomic load; a ticker refreshes it every 100 ms). Tests
 	// inject their own.
@@ -84,8 +90,8 @@ const (
 	// chains rare.
 	slotsPerItem = 2
 	// Largest item header: mark, key length, 5-byte uvarint value length,
-	// flags, version, expiry.
-	maxHeader = 1 + 1 + 5 + 4 + 8 + 4
+	// flags, version, access time, expiry.
+	maxHeader = 1 + 1 + 5 + 4 + 8 + 4 + 4
 	// Offsets keep 48 bits; a log capacity under 2^46 leaves the sweep room
 	// to clear dead slots before they could alias.
 	maxLogCap = 1 << 46
@@ -135,6 +141,9 @@ func (c Config) normalize() (Config, error) {
 func (c Config) indexShare() float64 {
 	idxPerItem := float64(slotsPerItem) * bucketBytes / slotsPerBucket
 	logPerItem := float64(2 + uvarintLen(uint64(c.AvgItemSize)<<1) + uint64(c.AvgItemSize))
+	if c.AccessTimes {
+		logPerItem += 4
+	}
 	return idxPerItem / (idxPerItem + logPerItem)
 }
 

@@ -25,9 +25,11 @@
 //     overhang as long as the largest item, so every item is contiguous.
 //     Items are appended at a 64-bit, ever-increasing tail; the head is the
 //     oldest byte still intact. An item is
-//     [mark u8][keylen u8][uvarint vallen<<1|ttl][flags u32, version u64, if
-//     marked][expiry u32, if ttl][key][value]: 3 bytes of header for a value
-//     under 64 bytes without a TTL, client flags or a carried version.
+//     [mark u8][keylen u8][uvarint vallen<<1|ttl][flags u32, version u64,
+//     access time u32, if marked][expiry u32, if ttl][key][value]: 3 bytes
+//     of header for a value under 64 bytes without a TTL, client flags, a
+//     carried version or an access time (Config.AccessTimes). The mark byte
+//     also holds memcached's "fetched" bit, set by an item's first read.
 //
 // Memory is split between index and log by Config.AvgItemSize: about two
 // slots per expected item. With the defaults, 10 M items of 16-byte keys
@@ -79,7 +81,16 @@
 // optional compare-and-swap), Incr, Touch, GetAndTouch, GetItem and Flush.
 // Each is one owner's single-key operation, so each is exact without
 // locks, and none allocates (Append, Prepend and Touch use a buffer of
-// MaxValue bytes the partition allocates once). Every item has a Meta:
+// MaxValue bytes the partition allocates once).
+//
+// # Access history
+//
+// Every read (Get, GetItem, GetAndTouch, Touch; not PeekItem) sets the
+// item's fetched bit, in the mark byte the read decodes anyway, and, with
+// Config.AccessTimes, its last access time (4 bytes an item, written only
+// when it changed, at most once a second per item); a write starts a new
+// item, not fetched, accessed now. Meta reports both as they were before
+// the command (memcached's meta get h and l flags), and moves keep them. Every item has a Meta:
 // 32 client flags and a 64-bit Version that changes with every write and
 // never repeats in the partition: the item's log offset plus one, stored
 // only when the item moves without a write (LRU, store-mode cleaning,

@@ -8,32 +8,44 @@ import (
 // An item in the log:
 //
 //	[mark u8][keylen u8][uvarint vallen<<1 | ttl][flags u32 LE, if markFlags]
-//	[version u64 LE, if markVersion][expiry u32 LE, if ttl][key][value]
+//	[version u64 LE, if markVersion][atime u32 LE, if markAtime]
+//	[expiry u32 LE, if ttl][key][value]
 //
-// A value under 64 bytes without a TTL, flags or explicit version has a
-// 3-byte header. The mark byte's markLive bit is set while the item is
-// counted in Stats.Items and Stats.Bytes, which lets the log head account
-// for the items it overwrites without touching the index, and cleared once
-// it is not (deleted, expired, moved, superseded); its other bits say which
-// optional fields the header has, so a gone item still parses.
+// A value under 64 bytes without a TTL, flags, explicit version or access
+// time has a 3-byte header. The mark byte's markLive bit is set while the
+// item is counted in Stats.Items and Stats.Bytes, which lets the log head
+// account for the items it overwrites without touching the index, and
+// cleared once it is not (deleted, expired, moved, superseded); markFlags,
+// markVersion and markAtime say which optional fields the header has, so a
+// gone item still parses. markFetched is memcached's "fetched" bit: set by
+// the first read (Get, GetItem, touch), in the byte the read decoded
+// anyway. markAtime items (Config.AccessTimes) carry their last access
+// time, a write or a read, on the partition's clock.
 //
 // An item's version (memcached's cas unique) is its log offset plus one
 // unless it carries one: every write appends at a new, ever-increasing
 // offset, so a version changes with every write and never repeats, at no
 // cost in bytes. An item moved without being written (ApproxLRU, store-mode
-// cleaning, touch) carries the version it had.
+// cleaning, touch) carries the version it had, and its fetched bit and
+// access time.
 const (
 	markGone    = 0
 	markLive    = 1
 	markFlags   = 2
 	markVersion = 4
+	markAtime   = 8 // header(): (r[0]&markAtime)>>1 is the field's 4 bytes
+	markFetched = 16
 	markGoneOf  = ^uint8(markLive) // r[0] &= markGoneOf marks an item gone
+	// markCarried are the bits a move keeps beside the fields' own.
+	markCarried = markAtime | markFetched
 )
 
-// meta is an item's optional header fields.
+// meta is an item's optional header fields and carried mark bits.
 type meta struct {
 	flags   uint32
 	version uint64 // 0: the item's offset + 1
+	atime   uint32 // with markAtime in marks
+	marks   uint8  // markCarried bits
 }
 
 // extLen is how many bytes the optional fields take.
@@ -44,6 +56,9 @@ func (m meta) extLen() int {
 	}
 	if m.version != 0 {
 		n += 8
+	}
+	if m.marks&markAtime != 0 {
+		n += 4
 	}
 	return n
 }
@@ -81,25 +96,56 @@ func header(r []byte) (h, klen, vlen int, ttl bool) {
 	if x&1 != 0 {
 		h += 4
 	}
-	h += int(r[0]&markFlags)<<1 + int(r[0]&markVersion)<<1
+	h += int(r[0]&markFlags)<<1 + int(r[0]&markVersion)<<1 + int(r[0]&markAtime)>>1
 	return h, int(r[1]), int(x >> 1), x&1 != 0
 }
 
-// metaOf reads the flags and version of the item at off, whose header
-// header(r) decoded as h and ttl.
-func metaOf(r []byte, h int, ttl bool, off uint64) (flags uint32, version uint64) {
+// metaOf reads the optional fields and carried bits of the item at off,
+// whose header header(r) decoded as h and ttl.
+func metaOf(r []byte, h int, ttl bool, off uint64) (m meta) {
 	if ttl {
 		h -= 4
 	}
-	version = off + 1
+	m.marks = r[0] & markCarried
+	if m.marks&markAtime != 0 {
+		h -= 4
+		m.atime = binary.LittleEndian.Uint32(r[h:])
+	}
+	m.version = off + 1
 	if r[0]&markVersion != 0 {
 		h -= 8
-		version = binary.LittleEndian.Uint64(r[h:])
+		m.version = binary.LittleEndian.Uint64(r[h:])
 	}
 	if r[0]&markFlags != 0 {
-		flags = binary.LittleEndian.Uint32(r[h-4:])
+		m.flags = binary.LittleEndian.Uint32(r[h-4:])
 	}
-	return flags, version
+	return m
+}
+
+// access marks the item r, whose header decoded as h and ttl, read now:
+// fetched and, if it keeps one, accessed now. It writes only what changed,
+// so reading a hot item does not dirty its line on every read.
+func (p *Partition) access(r []byte, h int, ttl bool) {
+	if r[0]&markFetched == 0 {
+		r[0] |= markFetched
+	}
+	if r[0]&markAtime != 0 {
+		if ttl {
+			h -= 4
+		}
+		if now := p.now(); binary.LittleEndian.Uint32(r[h-4:]) != now {
+			binary.LittleEndian.PutUint32(r[h-4:], now)
+		}
+	}
+}
+
+// fresh is the meta of an item written now with flags: a new item, not
+// yet fetched, accessed now if the partition keeps access times.
+func (p *Partition) fresh(flags uint32) meta {
+	if !p.atimes {
+		return meta{flags: flags}
+	}
+	return meta{flags: flags, marks: markAtime, atime: p.now()}
 }
 
 // decodeLong decodes a value length of more than one byte.
@@ -196,6 +242,11 @@ func (p *Partition) writeAt(key, val []byte, ttl bool, exp uint32, m meta) uint6
 		binary.LittleEndian.PutUint64(r[h:], m.version)
 		h += 8
 	}
+	r[0] |= m.marks & markCarried
+	if m.marks&markAtime != 0 {
+		binary.LittleEndian.PutUint32(r[h:], m.atime)
+		h += 4
+	}
 	if ttl {
 		binary.LittleEndian.PutUint32(r[h:h+4], exp)
 		h += 4
@@ -270,7 +321,7 @@ func (p *Partition) cleanHead() {
 		case r[0]&markVersion == 0:
 			// The move would change the version (its offset): write it
 			// out, which takes 8 bytes more (maxRecord has room).
-			flags, ver := metaOf(r, h, ttl, p.head)
+			m := metaOf(r, h, ttl, p.head)
 			var exp uint32
 			if ttl {
 				exp = expiryOf(r, h)
@@ -280,7 +331,7 @@ func (p *Partition) cleanHead() {
 			// The source may not be overwritten by the copy: cleaning
 			// keeps a maximum item free past the tail, and the head item
 			// is not there.
-			off := p.writeAt(r[h:h+klen], r[h+klen:h+klen+vlen], ttl, exp, meta{flags, ver})
+			off := p.writeAt(r[h:h+klen], r[h+klen:h+klen+vlen], ttl, exp, m)
 			p.idx[wi] = tagOf(hash)<<tagShift | off&offMask
 		default:
 			off := p.tail

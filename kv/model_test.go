@@ -44,6 +44,7 @@ type modelCfg struct {
 	memory   int64
 	maxValue int
 	keys     int // key space, default 300
+	atimes   bool
 }
 
 // weakHash keeps 8 tag bits and 2 bucket bits, so keys share tags and
@@ -59,7 +60,7 @@ func newModelRun(t testing.TB, c modelCfg) *modelRun {
 		c.maxValue = 2048
 	}
 	s, err := New(Config{Partitions: 1, Memory: c.memory, MaxValue: c.maxValue, Mode: c.mode,
-		ApproxLRU: c.lru, Now: func() uint32 { return r.clock }})
+		ApproxLRU: c.lru, AccessTimes: c.atimes, Now: func() uint32 { return r.clock }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func (r *modelRun) put(key, val []byte, ttl uint32) {
 		if r.p.mode != ModeStore {
 			r.fail("no memory in cache mode")
 		}
-		size := itemSize(len(key), len(val), ttl != 0, meta{})
+		size := itemSize(len(key), len(val), ttl != 0, r.p.fresh(0))
 		old := uint64(0)
 		if wi, off := r.p.find(r.hash(key), key); wi >= 0 {
 			h, klen, vlen, _ := header(r.p.at(off))
@@ -337,6 +338,8 @@ func TestModel(t *testing.T) {
 		{"store-full", modelCfg{mode: ModeStore, keys: 1000}},
 		{"store-weakhash", modelCfg{mode: ModeStore, weakHash: true, keys: 1000}},
 		{"store-offset2^48", modelCfg{mode: ModeStore, startAt: 1<<48 - 50_000, keys: 1000}},
+		{"cache-lru-weakhash-atimes", modelCfg{lru: true, weakHash: true, keys: 1000, atimes: true}},
+		{"store-full-atimes", modelCfg{mode: ModeStore, keys: 1000, atimes: true}},
 	}
 	ops := 20000
 	if testing.Short() {

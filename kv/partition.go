@@ -23,6 +23,7 @@ type Partition struct {
 	tailPhys uint64   // tail % cap
 	mode     Mode
 	lru      bool
+	atimes   bool // Config.AccessTimes: items carry their last access time
 	maxValue int
 	now      func() uint32
 	hashFn   func([]byte) uint64 // Hash; tests swap in a weak hash
@@ -80,6 +81,7 @@ func newPartition(cfg Config, g geometry, mem []byte) *Partition {
 		limit:     g.logCap,
 		mode:      cfg.Mode,
 		lru:       cfg.ApproxLRU && cfg.Mode == ModeCache,
+		atimes:    cfg.AccessTimes,
 		maxValue:  cfg.MaxValue,
 		now:       cfg.Now,
 		hashFn:    Hash,
@@ -206,9 +208,9 @@ func (p *Partition) Get(hash uint64, key, dst []byte) (n int, st Status) {
 			}
 			v := h + klen
 			copy(dst, r[v:v+vlen])
+			p.access(r, h, ttl)
 			if p.lru && window-age < p.lruWindow {
-				flags, ver := metaOf(r, h, ttl, tail-age)
-				p.reappend(hash, int(b*bucketWords)+i, tail-age, key, dst[:vlen], ttl, exp, meta{flags, ver})
+				p.reappend(hash, int(b*bucketWords)+i, tail-age, key, dst[:vlen], ttl, exp, metaOf(r, h, ttl, tail-age))
 			}
 			return vlen, StatusOK
 		}
@@ -252,10 +254,11 @@ func (p *Partition) Put(hash uint64, key, value []byte, ttlSeconds uint32) Statu
 		p.settle() // before the scan: settling may change chains
 	}
 	ttl, exp := p.expiry(ttlSeconds)
+	m := p.fresh(0)
 	b := p.bucketOf(hash)
 	bk := p.bucket(b)
 	if p.mode != ModeCache || nextOf(bk) != 0 {
-		return p.put(hash, key, value, ttl, exp, meta{})
+		return p.put(hash, key, value, ttl, exp, m)
 	}
 
 	// The common case, written out: cache mode, a chain of one bucket, and
@@ -287,9 +290,9 @@ func (p *Partition) Put(hash uint64, key, value []byte, ttlSeconds uint32) Statu
 	case matches == 0 && free != 0:
 		wi += free
 	default:
-		return p.put(hash, key, value, ttl, exp, meta{})
+		return p.put(hash, key, value, ttl, exp, m)
 	}
-	off := p.appendItem(key, value, ttl, exp, meta{})
+	off := p.appendItem(key, value, ttl, exp, m)
 	p.idx[wi] = tag<<tagShift | off&offMask
 	p.st.Puts++
 	if p.tail >= p.sweepNext {

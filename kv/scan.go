@@ -28,8 +28,7 @@ func (p *Partition) Scan(from uint64, limit int, fn func(key []byte, m Meta, vle
 				exp = expiryOf(r, h)
 			}
 			if !ttl || now < exp {
-				flags, ver := metaOf(r, h, ttl, off)
-				if !fn(r[h:h+klen], Meta{Version: ver, Flags: flags, Expires: exp}, vlen) {
+				if !fn(r[h:h+klen], metaOf(r, h, ttl, off).public(exp), vlen) {
 					return off, false
 				}
 			}
