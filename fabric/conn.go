@@ -80,7 +80,11 @@ func CheckPrivateData(data []byte, dialer bool) error {
 // scheduled first. It does nothing where another thread is reading.
 // While a connection is pumped the fabric's own thread may leave it to the
 // pumper; Release says the pumping stops (the caller goes idle), so the
-// fabric's thread serves it again at once.
+// fabric's thread serves it again at once. A Pump that applies a WRITE
+// may hold a READ the peer sent right behind it until the next Pump (the
+// caller looks at its memory in between, so a READ that follows a request
+// finds the request's answer): a caller that pumps must Pump again soon
+// or Release.
 type Pumper interface {
 	Pump()
 	Release()

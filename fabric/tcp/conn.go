@@ -49,12 +49,18 @@ type conn struct {
 	lastRx   atomic.Int64 // nanotime of the last bytes read
 	rxPause  atomic.Bool  // tx is over outHigh: rx waits for room
 	rxBuf    atomic.Pointer[[]byte]
-	rxLeft   []byte       // under rxMu: bytes read and not decoded (a pause)
-	idle     uint32       // Poll's empty polls in a row
-	drivenAt atomic.Int64 // nanotime of a driver's last read (drive.go)
-	armMu    sync.Mutex   // orders changes of the poller registration
-	quiet    atomic.Bool  // changed under armMu: input events off, a driver reads
-	ackDue   atomic.Int64 // staged acks wait for this nanotime, no timer (ack.go)
+	rxLeft   []byte // under rxMu: bytes read and not decoded (a pause, a hold)
+	// A pumped read holds a READ that follows a WRITE it applied (rx.go):
+	// rxPumping says the read is Pump's, rxWrote that it applied a
+	// WRITE, held that rxLeft starts with such a READ.
+	rxPumping bool // under rxMu
+	rxWrote   bool // under rxMu
+	held      atomic.Bool
+	idle      uint32       // Poll's empty polls in a row
+	drivenAt  atomic.Int64 // nanotime of a driver's last read (drive.go)
+	armMu     sync.Mutex   // orders changes of the poller registration
+	quiet     atomic.Bool  // changed under armMu: input events off, a driver reads
+	ackDue    atomic.Int64 // staged acks wait for this nanotime, no timer (ack.go)
 
 	txMu sync.Mutex // the socket's write side
 	tx   txState    // under txMu
@@ -442,7 +448,7 @@ func (c *conn) opErrOrGone() error {
 func (c *conn) Pump() {
 	if !c.dead.Load() {
 		c.drove()
-		c.pollRead()
+		c.pumpRead()
 		c.flushDueAcks()
 	}
 }

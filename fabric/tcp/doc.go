@@ -40,7 +40,11 @@
 //     bytes read within busyWindow), Poll reads the socket itself (every
 //     readEvery-th empty poll), so the thread waiting for a response
 //     takes it without a wakeup; a target busy-polling its memory does
-//     the same with Pump (fabric.Pumper). While a connection is so driven
+//     the same with Pump (fabric.Pumper). A Pump that applies a WRITE
+//     holds a READ that came right behind it for the next Pump or Release
+//     (rx.go): the target answers in between, so an RFP client's fetch
+//     sent at once after its request finds the answer, instead of a
+//     READ again per request. While a connection is so driven
 //     the poller turns its input events off, and on again once nobody
 //     drove it for driveWindow, or at Release (drive.go): its wake-ups
 //     would take the core from the driving threads.

@@ -105,4 +105,7 @@ func (c *conn) Release() {
 	if c.ackDue.Load() != 0 {
 		c.ackTimeout() // nobody will look at them before the poller's tick
 	}
+	if c.held.Load() {
+		c.kickRead(nil, true) // the READ a Pump held (rx.go): nobody pumps now
+	}
 }

@@ -124,12 +124,38 @@ func (c *conn) pollRead() {
 	}
 }
 
+// pumpRead is Pump's read: pollRead's, except that a READ following a
+// WRITE this read applied is held for the next read (the next Pump, or
+// Release): the target that pumps looks at its memory in between, so a
+// READ sent close behind a request finds the request's answer instead of
+// costing the initiator a READ again. Only the order of serving changes:
+// the READ still sees every WRITE before it, and the next read serves it
+// first.
+func (c *conn) pumpRead() {
+	if !c.rxMu.TryLock() {
+		return
+	}
+	c.rxPumping = true
+	_, err := c.readLocked(c.ownBuf(), false, 0)
+	c.rxPumping = false
+	c.rxMu.Unlock()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if c.rxWant.Load() && !c.held.Load() {
+		c.kickRead(nil, true)
+	}
+}
+
 // readLocked reads and decodes until the socket is empty, the connection
 // is dead or stopped, tx asks rx to wait for room, or it has read budget
 // bytes if budget > 0 (more: the socket may hold more) (rxMu held).
 func (c *conn) readLocked(buf []byte, toEmpty bool, budget int) (more bool, err error) {
 	limited := budget > 0
-	for !c.dead.Load() && !c.rxStop {
+	c.rxWrote = false
+	c.held.Store(false)
+	for !c.dead.Load() && !c.rxStop && !c.held.Load() {
 		if c.rxPause.Load() {
 			// flushBatch below sends what it can: that makes room (and
 			// kicks rx again) or arms the stall timer, so a paused
@@ -141,7 +167,7 @@ func (c *conn) readLocked(buf []byte, toEmpty bool, budget int) (more bool, err 
 			left := c.rxLeft
 			c.rxLeft = c.rxLeft[:0]
 			err := c.decode(left)
-			if len(c.rxLeft) == 0 {
+			if len(c.rxLeft) == 0 && cap(c.rxLeft) > keepLeft {
 				c.rxLeft = nil
 			}
 			if err != nil {
@@ -250,6 +276,11 @@ func (c *conn) decode(b []byte) error {
 			continue
 		}
 		var h []byte
+		if s.have == 0 && b[0] == frameRead && c.rxWrote && c.rxPumping {
+			c.rxLeft = append(c.rxLeft[:0], b...)
+			c.held.Store(true)
+			return nil
+		}
 		if s.have == 0 {
 			s.need = frameSize(b[0])
 			if s.need == 0 {
@@ -345,6 +376,7 @@ func (c *conn) finishPayload() error {
 		s.r.release()
 		s.r = nil
 		st = statusOK
+		c.rxWrote = true
 	}
 	c.respond(st, nil, st != statusOK)
 	return nil

@@ -65,6 +65,9 @@ const (
 	// for the reads Poll makes itself.
 	rxBufSize  = 64 << 10
 	ownBufSize = 16 << 10
+	// keepLeft: a connection keeps an emptied rxLeft this small (a held
+	// READ's, every op on a pumped connection) and frees a larger one.
+	keepLeft = 1 << 10
 	// rxBudget: a poller reads at most about this much of one
 	// connection before it serves the others' events (poll.go).
 	rxBudget = 256 << 10
