@@ -10,7 +10,7 @@ import (
 type Op uint8
 
 const (
-	OpGet    Op = iota // GetItem into Out
+	OpGet    Op = iota // GetItem (PeekItem if Peek) into Out
 	OpStore            // Store (Mode, Flags, CAS), then Delete if Expired
 	OpDelete           // Delete
 	OpIncr             // Incr (Delta, Decr, Create, Initial)
@@ -39,7 +39,8 @@ type Cmd struct {
 	Decr    bool
 	Create  bool
 	Initial uint64
-	Part    int // the partition (OpFlush: the one to flush)
+	Peek    bool // OpGet: leave the item unmarked, neither fetched nor accessed (mg u, me)
+	Part    int  // the partition (OpFlush: the one to flush)
 
 	// Results.
 	Status kv.Status
@@ -170,16 +171,17 @@ func (c *Cmd) Exec(p *kv.Partition) {
 	c.done = true
 	switch c.Op {
 	case OpGet:
-		c.N, c.Meta, c.Status = p.GetItem(c.Hash, c.Key, c.Out)
+		c.get(p)
 		if c.Status == kv.StatusTooLarge {
 			// A value longer than Out: it grows if the connection's
 			// budget allows, and the get runs again in its place;
 			// otherwise the get waits for the connection's next run.
+			// (A read that does not fit marks nothing.)
 			if !c.grow() {
 				c.postpone()
 				return
 			}
-			c.N, c.Meta, c.Status = p.GetItem(c.Hash, c.Key, c.Out)
+			c.get(p)
 		}
 	case OpGat:
 		if c.Expired {
@@ -228,6 +230,15 @@ func (c *Cmd) Exec(p *kv.Partition) {
 	case OpLimit:
 		c.Num, c.Status = p.SetLimit(c.Num), kv.StatusOK
 	}
+}
+
+// get is OpGet's read: GetItem, or PeekItem if Peek.
+func (c *Cmd) get(p *kv.Partition) {
+	if c.Peek {
+		c.N, c.Meta, c.Status = p.PeekItem(c.Hash, c.Key, c.Out)
+		return
+	}
+	c.N, c.Meta, c.Status = p.GetItem(c.Hash, c.Key, c.Out)
 }
 
 // postpone leaves the command, and the rest of its partition's batch, to the

@@ -164,7 +164,7 @@ func TestMetaCommands(t *testing.T) {
 		{"mg " + strings.Repeat("k", 251) + " v\r\n", "CLIENT_ERROR bad command line format\r\n"},
 		{"ms bWs= 2 b\r\nzz\r\nmg mk v\r\nmg bWs= b k v\r\n", "HD\r\nVA 2\r\nzz\r\nVA 2 kbWs= b\r\nzz\r\n"},
 		{"ms mk 2 MR q\r\nab\r\nms gone 2 MR\r\nab\r\n", "NS\r\n"},
-		{"mg mk h\r\n", "CLIENT_ERROR invalid flag\r\n"}, // no access history: refused, not faked
+		{"mg mk E5\r\n", "CLIENT_ERROR invalid flag\r\n"}, // explicit cas: refused, not faked
 	} {
 		c.send(tc.in)
 		c.expect(tc.want)
@@ -178,7 +178,11 @@ func TestMetaCommands(t *testing.T) {
 	}
 	c.send(fmt.Sprintf("gets ck\r\nms ck 1 C%d\r\ny\r\nme ck\r\n", cas))
 	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	c.expect(fmt.Sprintf("VALUE ck 0 1 %d\r\nx\r\nEND\r\nHD\r\nME ck exp=-1 cas=", cas))
+	c.expect(fmt.Sprintf("VALUE ck 0 1 %d\r\nx\r\nEND\r\nHD\r\nME ck exp=-1 la=0 cas=", cas))
+	var cas2 uint64
+	if _, err := fmt.Fscanf(c.nc, "%d fetch=no size=1\r\n", &cas2); err != nil || cas2 == cas {
+		t.Fatalf("me after ms C: cas %d (was %d): %v", cas2, cas, err)
+	}
 }
 
 // Operators' commands answer as memcached 1.6.18 answered the same lines,
@@ -279,8 +283,9 @@ func TestMetadump(t *testing.T) {
 		if line == "END\r\n" {
 			break
 		}
-		var key, exp, cas, size string
-		if n, _ := fmt.Sscanf(line, "key=%s exp=%s cas=%s size=%s\r\n", &key, &exp, &cas, &size); n != 4 || exp != "-1" {
+		var key, exp, la, cas, fetch, size string
+		if n, _ := fmt.Sscanf(line, "key=%s exp=%s la=%s cas=%s fetch=%s size=%s\r\n", &key, &exp, &la, &cas, &fetch, &size); n != 6 || exp != "-1" ||
+			la != fmt.Sprint(d.be.Now()) || fetch != "no" {
 			t.Fatalf("line %q", line)
 		}
 		if want[key] != size {

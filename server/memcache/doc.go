@@ -46,7 +46,12 @@
 //     connection.
 //   - Semantics are memcached 1.6's: exptimes over 30 days are absolute
 //     Unix times and negative ones expire at once, incr wraps at 2^64 and
-//     decr stops at 0, cas uniques are the items' versions (kv.Meta).
+//     decr stops at 0, cas uniques are the items' versions (kv.Meta). An
+//     item's access history (mg's h and l, me's and metadump's fetch= and
+//     la=) is the store's, before the command: every read counts, an RFP
+//     client's Get as much as a get here; mg u and me read without
+//     counting. l needs kv.Config.AccessTimes (4 bytes an item), which
+//     `jakiro server --memcached` sets.
 //
 // memccapable (libmemcached-tools) passes whole against it; `make test`
 // runs it (scripts/memcapable.sh).

@@ -10,10 +10,10 @@ import (
 // memcached 1.6 does (cachedump: ITEM <key> [<bytes> b; <exp> s]), one
 // line per item; metadump's lines are
 //
-//	key=<url-encoded key> exp=<Unix time, -1: never> cas=<cas> size=<value bytes>
+//	key=<url-encoded key> exp=<Unix time, -1: never> la=<Unix time> cas=<cas> fetch=<yes|no> size=<value bytes>
 //
-// then END (memcached's la=, fetch= and cls= are left out: the store keeps
-// no access history and has no slab classes). It runs a partition at a
+// then END (la= if the store keeps access times, kv.Config.AccessTimes;
+// memcached's cls= is left out: the store has no slab classes). It runs a partition at a
 // time, a chunk of at most scanChunk bytes a round (OpScan on the
 // partition's goroutine, kv.Partition.Scan), each chunk written before the
 // next is made: a dump of any store holds the connection's usual bound.
@@ -101,8 +101,17 @@ func appendDumpLine(b, key []byte, m kv.Meta, vlen int) []byte {
 	} else {
 		b = strconv.AppendUint(b, uint64(m.Expires), 10)
 	}
+	if m.Timed {
+		b = append(b, " la="...)
+		b = strconv.AppendUint(b, uint64(m.Accessed), 10)
+	}
 	b = append(b, " cas="...)
 	b = strconv.AppendUint(b, m.Version, 10)
+	if m.Fetched {
+		b = append(b, " fetch=yes"...)
+	} else {
+		b = append(b, " fetch=no"...)
+	}
 	b = append(b, " size="...)
 	b = strconv.AppendUint(b, uint64(vlen), 10)
 	return append(b, "\r\n"...)

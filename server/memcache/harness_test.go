@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -25,14 +26,25 @@ type testBackend struct {
 	// inline runs batches on the caller's goroutine (the fuzz targets:
 	// one goroutine, deterministic).
 	inline bool
+	// skew is added to the store's clock, which stands still at the
+	// Unix time the backend was made: tests move time on, exactly.
+	skew *atomic.Uint32
 }
 
+// newTestBackend is a store as `jakiro server --memcached` makes it: with
+// access times (mg l).
 func newTestBackend(tb testing.TB, parts int, inline bool) *testBackend {
-	s, err := kv.New(kv.Config{Partitions: parts, Memory: int64(parts) * 8 << 20, MaxValue: 64 << 10})
+	return newTestBackendTimes(tb, parts, inline, true)
+}
+
+func newTestBackendTimes(tb testing.TB, parts int, inline, accessTimes bool) *testBackend {
+	skew, start := new(atomic.Uint32), uint32(time.Now().Unix())
+	s, err := kv.New(kv.Config{Partitions: parts, Memory: int64(parts) * 8 << 20, MaxValue: 64 << 10, AccessTimes: accessTimes,
+		Now: func() uint32 { return start + skew.Load() }})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	b := &testBackend{store: s, stop: make(chan struct{}), inline: inline}
+	b := &testBackend{store: s, stop: make(chan struct{}), inline: inline, skew: skew}
 	for p := range parts {
 		q := make(chan *Batch, 64)
 		b.qs = append(b.qs, q)

@@ -10,19 +10,25 @@ import (
 
 // The meta commands (memcached 1.6's protocol.txt, "Meta Commands"):
 //
-//	mg <key> <flags>*                 get:    b c f k O q s t v T u
+//	mg <key> <flags>*                 get:    b c f h k l O q s t v T u
 //	ms <key> <datalen> <flags>*\r\n   set:    b c C F k O q T M(E A P R S)
 //	md <key> <flags>*                 delete: b k O q
 //	ma <key> <flags>*                 arith:  b c D J k M(I + D -) N O q v
 //	me <key>                          debug:  exp, cas, size
 //	mn                                MN: the answers before it are out
 //
-// A flag the store cannot honour (h and l: it keeps no access history;
-// C on md and ma, E, I, N on mg, R, x) is answered CLIENT_ERROR, as
-// memcached answers a flag it does not know, rather than faked. Return
-// flags come in the order asked; q hides HD (and mg's EN); errors always
-// come. An ms whose line names a length has its data block read (or
-// skipped, after an error), as memcached does.
+// h and l report the item's fetched bit and seconds since its last access
+// as they were before the mg (kv.Meta; l needs the store's access times,
+// kv.Config.AccessTimes, which `jakiro server --memcached` keeps: without
+// them an mg asking for l is answered CLIENT_ERROR). u reads without
+// marking the item (so does me). Every read marks it: get, gets, gat, mg,
+// touch, the binary gets and an RFP client's Get alike, as memcached counts
+// every fetch. A flag the store cannot honour (C on md and ma, E, I, N on
+// mg, R, x) is answered CLIENT_ERROR, as memcached answers a flag it does
+// not know, rather than faked. Return flags come in the order asked; q
+// hides HD (and mg's EN); errors always come. An ms whose line names a
+// length has its data block read (or skipped, after an error), as
+// memcached does.
 
 // maxOpaque is the longest O token, as memcached.
 const maxOpaque = 32
@@ -41,7 +47,7 @@ func metaSize(t [][]byte) (int64, bool) {
 func metaAllowed(verb byte) string {
 	switch verb {
 	case 'g':
-		return "bcfkOqstvTu"
+		return "bcfhklOqstvTu"
 	case 's':
 		return "bcCFkOqTM"
 	case 'd':
@@ -102,7 +108,7 @@ func (c *conn) asciiMeta(t [][]byte) error {
 	var flags uint32
 	var cas, delta, initial uint64 = 0, 1, 0
 	var mode byte
-	touch, create := false, false
+	touch, create, peek := false, false, false
 	for _, tok := range t[from:] {
 		f := tok[0]
 		if f < 'A' || f > 'z' || !containsByte(allowed, f) {
@@ -116,7 +122,7 @@ func (c *conn) asciiMeta(t [][]byte) error {
 		arg := tok[1:]
 		ok := true
 		switch f {
-		case 'b', 'c', 'f', 'k', 'q', 's', 't', 'v', 'u':
+		case 'b', 'c', 'f', 'h', 'k', 'l', 'q', 's', 't', 'v', 'u':
 			// memcached reads only a flag's letter: "vv" is v
 			switch f {
 			case 'q':
@@ -125,6 +131,8 @@ func (c *conn) asciiMeta(t [][]byte) error {
 				q.value = true
 			case 'b':
 				q.b64 = true
+			case 'u':
+				peek = true
 			}
 			if f != 'q' && f != 'v' && f != 'u' {
 				c.metaBuf = append(c.metaBuf, f)
@@ -183,7 +191,7 @@ func (c *conn) asciiMeta(t [][]byte) error {
 	c.keyed(m, key) // a copy: the data block may move the buffer
 	switch verb {
 	case 'g', 'e':
-		m.Op = OpGet
+		m.Op, m.Peek = OpGet, peek || verb == 'e'
 		if touch {
 			m.Op = OpGat
 			m.TTL, m.Expired = c.ttl(ttl)
@@ -304,13 +312,26 @@ func (c *conn) answerMeta(q *request) {
 		w.Write(m.Key)
 		w.WriteString(" exp=")
 		w.Write(strconv.AppendInt(num, c.ttlLeft(m), 10))
+		if m.Meta.Timed {
+			w.WriteString(" la=")
+			w.Write(strconv.AppendInt(num, c.sinceAccess(m), 10))
+		}
 		w.WriteString(" cas=")
 		w.Write(strconv.AppendUint(num, m.Meta.Version, 10))
+		if m.Meta.Fetched {
+			w.WriteString(" fetch=yes")
+		} else {
+			w.WriteString(" fetch=no")
+		}
 		w.WriteString(" size=")
 		w.Write(strconv.AppendUint(num, uint64(m.N), 10))
 		w.WriteString("\r\n")
 	case 'g':
 		c.hits++
+		if !m.Meta.Timed && c.specHas(q, 'l') {
+			w.WriteString("CLIENT_ERROR last access times not kept (kv.Config.AccessTimes)\r\n")
+			return
+		}
 		if q.value {
 			w.WriteString("VA ")
 			w.Write(strconv.AppendUint(num, uint64(m.N), 10))
@@ -387,8 +408,37 @@ func (c *conn) metaFlags(q *request, m *Cmd, failed bool) {
 		case 't':
 			w.WriteString(" t")
 			w.Write(strconv.AppendInt(num, c.ttlLeft(m), 10))
+		case 'h':
+			if m.Meta.Fetched {
+				w.WriteString(" h1")
+			} else {
+				w.WriteString(" h0")
+			}
+		case 'l':
+			w.WriteString(" l")
+			w.Write(strconv.AppendInt(num, c.sinceAccess(m), 10))
 		}
 	}
+}
+
+// specHas reports whether q asked for return flag f.
+func (c *conn) specHas(q *request, f byte) bool {
+	spec := c.metaBuf[q.specFrom:q.specTo]
+	for i := 0; i < len(spec); i++ {
+		switch spec[i] {
+		case f:
+			return true
+		case 'O':
+			i += 1 + int(spec[i+1])
+		}
+	}
+	return false
+}
+
+// sinceAccess is the seconds since the item was last accessed, before this
+// command (memcached's l and la).
+func (c *conn) sinceAccess(m *Cmd) int64 {
+	return max(int64(c.d.be.Now())-int64(m.Meta.Accessed), 0)
 }
 
 // ttlLeft is the seconds an item has left, -1 if it never expires (a
