@@ -66,6 +66,10 @@ type Config struct {
 	// server process of its own (cmd/jakiro sets it with --memcached).
 	// A GOMAXPROCS set in the environment is kept.
 	DoorProcs bool
+	// AccessTimes keeps each item's last access time, 4 bytes an item
+	// (kv.Config.AccessTimes), for the memcached door's mg l; cmd/jakiro
+	// sets it with --memcached.
+	AccessTimes bool
 }
 
 // Defaults for the flags of cmd/jakiro (see Config).
@@ -134,7 +138,7 @@ func (c Config) kvConfig() kv.Config {
 		mode = kv.ModeStore
 	}
 	return kv.Config{Partitions: c.Partitions, Memory: c.Memory, MaxValue: max(c.MaxValue, c.DoorMaxValue), Mode: mode, ApproxLRU: c.ApproxLRU,
-		AvgItemSize: c.ItemSize}
+		AvgItemSize: c.ItemSize, AccessTimes: c.AccessTimes}
 }
 
 // MemorySplit is how Memory divides between the index and the logs (see

@@ -157,6 +157,8 @@ func runServer(c *cli.Context) error {
 		// With the door and no RFP client, one P per partition, as
 		// memcached -t N has N workers (server/procs.go).
 		DoorProcs: c.String("memcached") != "",
+		// The door's mg l reports each item's last access.
+		AccessTimes: c.String("memcached") != "",
 	}
 	if c.String("memcached") != "" {
 		doorMax, err := size(c, "memcached-max-value")
