@@ -41,6 +41,11 @@ type Options struct {
 	// nothing passes between clients. Providers with nothing to prepare
 	// ignore it; those that prepare report the pool (ReadyCounter).
 	Ready int
+	// OnHello, if set, is called by a listener as soon as a dialer's
+	// hello has arrived, before the acceptor's work on it, so the
+	// application can wake what the new connection will need (its
+	// partitions) while the handshake completes. It must not block.
+	OnHello func()
 }
 
 // DefaultSendTimeout is Options.SendTimeout's default.

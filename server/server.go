@@ -71,10 +71,17 @@ func build(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var sp atomic.Pointer[Server]
+	fo := cfg.Fabric
+	fo.OnHello = func() {
+		if s := sp.Load(); s != nil {
+			s.wakeAsleep()
+		}
+	}
 	ln, err := rfp.Listen(cfg.Listen, rfp.ListenConfig{
 		Partitions: cfg.Partitions, Slots: cfg.Slots, MaxValue: cfg.MaxValue, MaxClients: cfg.MaxClients,
 		ReqRing: cfg.ReqRing, RespRing: cfg.RespRing,
-		ReplyTimeout: cfg.ReplyTimeout, Fabric: cfg.Fabric, AuthToken: cfg.AuthToken})
+		ReplyTimeout: cfg.ReplyTimeout, Fabric: fo, AuthToken: cfg.AuthToken})
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -83,6 +90,7 @@ func build(cfg Config) (*Server, error) {
 		peers: map[uint32]*peer{}, stop: make(chan struct{}), reap: make(chan *peer, reapBatch), procs: newProcs(cfg.DoorProcs, cfg.Partitions)}
 	empty := []*peer{}
 	s.list.Store(&empty)
+	defer sp.Store(s)
 	for i := 0; i < cfg.Partitions; i++ {
 		s.parts = append(s.parts, &partition{id: i, srv: s, kv: store.Partition(i), countsRings: ln.CountsRings(),
 			val:          make([]byte, cfg.MaxValue+rfp.MetaLen+rfp.IncrResultLen),
@@ -167,6 +175,16 @@ func (s *Server) add(sess *rfp.Session) {
 		}
 	}
 	go s.watch(c)
+}
+
+// wakeAsleep rings the partitions asleep on their bells: a client is
+// joining, and its first request should find them awake.
+func (s *Server) wakeAsleep() {
+	for _, p := range s.parts {
+		if p.seen.Load() == asleep {
+			s.ln.RingBell(p.id)
+		}
+	}
 }
 
 // watch hands c to the reaper when its connection ends or the server

@@ -26,6 +26,13 @@
 // for them. Each is a fresh memfd given to one connection and never back:
 // nothing written by one client reaches another.
 //
+// A join is one round trip: the dialer makes its domain before it
+// connects and sends its hello right after, so the listener, woken by the
+// connect, finds the hello there and answers it on its accept loop
+// (calling Options.OnHello first, so the application wakes what the
+// client will use meanwhile); the dialer polls for the accept for up to
+// acceptSpin (200 µs) before it parks, as being woken costs more.
+//
 // # One-sided operations
 //
 // READ and WRITE are memory copies done by the initiator inside Post,

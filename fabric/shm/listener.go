@@ -102,8 +102,26 @@ func listen(path string, mode os.FileMode, o fabric.Options) (*listener, error) 
 		MaxReady:   maxReady,
 		Timeout:    handshakeTimeout,
 		Logf:       o.Logf,
+		Arrived:    arrived,
 	}, l.hello, func(s *setup) { _ = s.Close() })
 	return l, nil
+}
+
+// arrived reports whether a message waits on the socket: the dialer
+// sends its hello right after connecting, so the listener, woken by the
+// connect, mostly finds it there.
+func arrived(nc net.Conn) bool {
+	rc, err := nc.(*net.UnixConn).SyscallConn()
+	if err != nil {
+		return false
+	}
+	var b [1]byte
+	ok := false
+	rc.Control(func(fd uintptr) {
+		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		ok = err == nil && n > 0
+	})
+	return ok
 }
 
 // removeStale removes path if it is a socket nobody listens on.
@@ -131,6 +149,9 @@ func (l *listener) hello(_ context.Context, nc net.Conn) (*setup, error) {
 	m, err := recvMsg(c)
 	if err != nil {
 		return nil, err
+	}
+	if m.typ == msgHello && l.opts.OnHello != nil {
+		l.opts.OnHello()
 	}
 	if m.typ != msgHello {
 		if m.fd >= 0 {

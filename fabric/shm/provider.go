@@ -59,6 +59,12 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 	if o.DomainSize > MaxDialerDomain {
 		return nil, fmt.Errorf("shm: dial %s: domain size %d over the %d an acceptor maps", path, o.DomainSize, MaxDialerDomain)
 	}
+	// The domain first: the hello can then follow the connect at once,
+	// and the listener, woken by the connect, finds it there.
+	d, err := newDomain(o.DomainSize)
+	if err != nil {
+		return nil, fdhint.Explain(err)
+	}
 	var nd net.Dialer
 	c, err := nd.DialContext(ctx, "unixpacket", path)
 	// A unix socket's connect fails with EAGAIN while the listener's
@@ -66,18 +72,15 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 	for backoff := time.Millisecond; errors.Is(err, syscall.EAGAIN); backoff = min(2*backoff, 50*time.Millisecond) {
 		select {
 		case <-ctx.Done():
+			d.close()
 			return nil, fmt.Errorf("shm: dial %s: %w (listener backlog full)", path, ctx.Err())
 		case <-time.After(backoff):
 		}
 		c, err = nd.DialContext(ctx, "unixpacket", path)
 	}
 	if err != nil {
+		d.close()
 		return nil, fmt.Errorf("shm: dial %s: %w", path, fdhint.Explain(err))
-	}
-	d, err := newDomain(o.DomainSize)
-	if err != nil {
-		c.Close()
-		return nil, fdhint.Explain(err)
 	}
 	return &setup{d: d, sock: c.(*net.UnixConn), opts: o}, nil
 }

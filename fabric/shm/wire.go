@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -71,10 +73,21 @@ var errProtocol = errors.New("shm: handshake protocol error")
 
 // recvMsg reads one handshake message. Every fd received is either
 // returned (exactly one, on hello/accept) or closed.
-func recvMsg(c *net.UnixConn) (message, error) {
+func recvMsg(c *net.UnixConn) (message, error) { return recvMsgSpin(c, 0) }
+
+// recvMsgSpin is recvMsg that polls the socket for up to spin before it
+// parks: a dialer that expects its accept within microseconds takes it
+// without waiting to be woken.
+func recvMsgSpin(c *net.UnixConn, spin time.Duration) (message, error) {
 	var b [maxMsg + 1]byte
 	oob := make([]byte, unix.CmsgSpace(4*(fabric.MaxDoorbells+4))) // room to see (and close) extra fds
-	n, oobn, flags, _, err := c.ReadMsgUnix(b[:], oob)
+	var n, oobn, flags int
+	var err error
+	if spin > 0 {
+		n, oobn, flags, err = readSpin(c, b[:], oob, spin)
+	} else {
+		n, oobn, flags, _, err = c.ReadMsgUnix(b[:], oob)
+	}
 	if err != nil {
 		return message{fd: -1}, err
 	}
@@ -221,4 +234,38 @@ func mapPeer(fd int, limit, window int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", errProtocol, err)
 	}
 	return mem, nil
+}
+
+// readSpin reads one message, trying without blocking (and yielding the
+// core between tries) for up to spin, then waiting as ReadMsgUnix does.
+func readSpin(c *net.UnixConn, b, oob []byte, spin time.Duration) (n, oobn, flags int, err error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	end := time.Now().Add(spin)
+	spun := false
+	rerr := rc.Read(func(fd uintptr) bool {
+		for {
+			n, oobn, flags, _, err = unix.Recvmsg(int(fd), b, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != unix.EAGAIN {
+				return true
+			}
+			if spun || time.Now().After(end) {
+				spun = true
+				return false // wait for the socket to be readable
+			}
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+	})
+	if rerr != nil {
+		return 0, 0, 0, rerr
+	}
+	if err == nil && n == 0 && oobn == 0 {
+		err = io.EOF
+	}
+	return n, oobn, flags, err
 }

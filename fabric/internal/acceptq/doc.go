@@ -8,6 +8,11 @@
 //     goroutine, under a context that ends at Config.Timeout after the
 //     accept (or at Close). The socket's deadline follows that context, so
 //     a handshake blocked in a read or write returns then, whatever it does.
+//     Where Config.Arrived says the peer's hello is there already (and the
+//     source is not paced), the accept loop runs the handshake itself:
+//     starting a goroutine wakes a thread, tens of microseconds of a join on
+//     a small machine. Should the setup then find no room among the ready
+//     ones, the wait for room goes to a goroutine.
 //   - At most Config.MaxPending handshakes run at once, and at most
 //     Config.PerSource of them from one source (Config.Source, e.g. the
 //     peer's IP address). A new socket past either cap evicts the oldest

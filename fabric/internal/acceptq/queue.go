@@ -38,6 +38,12 @@ type Config struct {
 	ChurnBurst int
 	// Logf receives rejections, rate-limited; nil drops them.
 	Logf func(format string, args ...any)
+	// Arrived, if set, reports whether a socket's hello has arrived
+	// already, without waiting. The loop then runs that handshake itself
+	// instead of in a goroutine of its own (starting one wakes a thread:
+	// tens of microseconds on a small machine); the provider's Handshake
+	// must then not wait for anything but the peer.
+	Arrived func(net.Conn) bool
 }
 
 func (c Config) withDefaults() Config {
@@ -155,7 +161,12 @@ func (q *Queue[S]) acceptLoop() {
 		delay = 0
 		ctx, e := q.admit(c)
 		q.wg.Add(1)
-		go q.handshake(ctx, e, c)
+		wait := q.pace(e.source)
+		if wait == 0 && q.cfg.Arrived != nil && q.cfg.Arrived(c) {
+			q.handshake(ctx, e, c, 0, true)
+			continue
+		}
+		go q.handshake(ctx, e, c, wait, false)
 	}
 }
 
@@ -207,13 +218,21 @@ func (q *Queue[S]) forget(e *entry) {
 	e.all, e.mine = nil, nil
 }
 
-func (q *Queue[S]) handshake(ctx context.Context, e *entry, c net.Conn) {
-	defer q.wg.Done()
-	defer e.cancel()
+// handshake runs c's handshake after wait (its churn pacing); inline, on
+// the accept loop, it leaves the wait for room among the ready setups to
+// a goroutine.
+func (q *Queue[S]) handshake(ctx context.Context, e *entry, c net.Conn, wait time.Duration, inline bool) {
+	done := true
+	defer func() {
+		if done {
+			e.cancel()
+			q.wg.Done()
+		}
+	}()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
-	if d := q.pace(e.source); d > 0 {
+	if d := wait; d > 0 {
 		// A churning source: its handshake waits for its slot, within
 		// the handshake's bound.
 		t := time.NewTimer(d)
@@ -249,6 +268,20 @@ func (q *Queue[S]) handshake(ctx context.Context, e *entry, c net.Conn) {
 		return
 	default:
 	}
+	if inline {
+		done = false
+		go func() {
+			defer q.wg.Done()
+			defer e.cancel()
+			q.awaitRoom(ctx, c, s)
+		}()
+		return
+	}
+	q.awaitRoom(ctx, c, s)
+}
+
+// awaitRoom waits within ctx for room among the ready setups for s.
+func (q *Queue[S]) awaitRoom(ctx context.Context, c net.Conn, s S) {
 	select {
 	case q.ready <- s:
 	case <-ctx.Done():

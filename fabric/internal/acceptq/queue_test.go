@@ -118,3 +118,28 @@ func TestReadyBoundAndClose(t *testing.T) {
 		t.Fatalf("Accept after Close = %v", err)
 	}
 }
+
+// A hello that has arrived (Config.Arrived) is handshaken on the accept
+// loop; when the ready setups are at their bound, the wait for room goes
+// to a goroutine and the loop keeps accepting.
+func TestArrivedInline(t *testing.T) {
+	var rejected, asked atomic.Int32
+	q := start(t, Config{MaxReady: 1, Timeout: time.Minute, Arrived: func(net.Conn) bool {
+		asked.Add(1)
+		return true
+	}}, &rejected)
+	for range 3 {
+		dial(t, q, true)
+	}
+	// Nobody accepts yet: the second setup waits for room, and the loop
+	// must have gone on to the third.
+	waitFor(t, "the third hello", func() bool { return asked.Load() == 3 })
+	for i := range 3 {
+		if _, err := q.Accept(ctxT(t)); err != nil {
+			t.Fatalf("accept %d: %v", i, err)
+		}
+	}
+	if n := rejected.Load(); n != 0 {
+		t.Errorf("%d setups rejected", n)
+	}
+}
