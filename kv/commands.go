@@ -31,12 +31,20 @@ type Meta struct {
 	// before the command that returns it: memcached's "hit before" (mg's h,
 	// me's fetch). A write starts a new item, not fetched.
 	Fetched bool
+	// Stale: the item was invalidated (Invalidate), memcached's stale
+	// item, until written again.
+	Stale bool
+	// Won: a client was handed the item's win token (SetRecache; memcached
+	// meta get's W, which later readers see as Z), until written again or
+	// invalidated.
+	Won bool
 }
 
 // public is the Meta of an item with these fields and expiry exp.
 func (m meta) public(exp uint32) Meta {
 	return Meta{Version: m.version, Flags: m.flags, Expires: exp, Accessed: m.atime,
-		Timed: m.marks&markAtime != 0, Fetched: m.marks&markFetched != 0}
+		Timed: m.marks&markAtime != 0, Fetched: m.marks&markFetched != 0,
+		Stale: m.marks&markStale != 0, Won: m.marks&markWon != 0}
 }
 
 // StoreMode is Store's condition.

@@ -78,10 +78,11 @@
 //
 // Beside Get, Put and Delete a partition runs memcached's commands
 // (commands.go): Store (set, add, replace, append, prepend, each with an
-// optional compare-and-swap), Incr, Touch, GetAndTouch, GetItem and Flush.
-// Each is one owner's single-key operation, so each is exact without
-// locks, and none allocates (Append, Prepend and Touch use a buffer of
-// MaxValue bytes the partition allocates once).
+// optional compare-and-swap), Incr, Touch, GetAndTouch, GetItem, PeekItem,
+// Flush, and memcached's serve-stale pair Invalidate and SetRecache
+// (recache.go). Each is one owner's single-key operation, so each is exact
+// without locks, and none allocates (Append, Prepend, Touch and Invalidate
+// use a buffer of MaxValue bytes the partition allocates once).
 //
 // # Access history
 //

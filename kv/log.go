@@ -20,7 +20,8 @@ import (
 // gone item still parses. markFetched is memcached's "fetched" bit: set by
 // the first read (Get, GetItem, touch), in the byte the read decoded
 // anyway. markAtime items (Config.AccessTimes) carry their last access
-// time, a write or a read, on the partition's clock.
+// time, a write or a read, on the partition's clock. markStale and markWon
+// are memcached's stale item and win token (Invalidate, SetRecache).
 //
 // An item's version (memcached's cas unique) is its log offset plus one
 // unless it carries one: every write appends at a new, ever-increasing
@@ -35,9 +36,11 @@ const (
 	markVersion = 4
 	markAtime   = 8 // header(): (r[0]&markAtime)>>1 is the field's 4 bytes
 	markFetched = 16
+	markStale   = 32 // memcached's stale item (md I): see Invalidate
+	markWon     = 64 // memcached's win token sent for the item
 	markGoneOf  = ^uint8(markLive) // r[0] &= markGoneOf marks an item gone
 	// markCarried are the bits a move keeps beside the fields' own.
-	markCarried = markAtime | markFetched
+	markCarried = markAtime | markFetched | markStale | markWon
 )
 
 // meta is an item's optional header fields and carried mark bits.
