@@ -36,8 +36,8 @@ const (
 	markVersion = 4
 	markAtime   = 8 // header(): (r[0]&markAtime)>>1 is the field's 4 bytes
 	markFetched = 16
-	markStale   = 32 // memcached's stale item (md I): see Invalidate
-	markWon     = 64 // memcached's win token sent for the item
+	markStale   = 32               // memcached's stale item (md I): see Invalidate
+	markWon     = 64               // memcached's win token sent for the item
 	markGoneOf  = ^uint8(markLive) // r[0] &= markGoneOf marks an item gone
 	// markCarried are the bits a move keeps beside the fields' own.
 	markCarried = markAtime | markFetched | markStale | markWon
