@@ -243,6 +243,7 @@ func BenchmarkLatency(b *testing.B) {
 					h := hdrhistogram.New(1, int64(time.Second/time.Nanosecond), 3)
 					var dst []byte
 					b.ResetTimer()
+					before := c.Counters()
 					for i := 0; i < b.N; i++ {
 						t0 := time.Now()
 						if dst, err = c.GetTo(ctx, keys[i%len(keys)], dst[:0]); err != nil {
@@ -250,8 +251,14 @@ func BenchmarkLatency(b *testing.B) {
 						}
 						h.RecordValue(int64(time.Since(t0)))
 					}
+					d := c.Counters().Sub(before)
 					b.ReportMetric(float64(h.ValueAtQuantile(50))/1e3, "p50-µs")
 					b.ReportMetric(float64(h.ValueAtQuantile(99))/1e3, "p99-µs")
+					// The client's WRITEs and READs per GET, one at a time:
+					// the paper's 2 round trips (rfp's bar on tcp and rdma is
+					// 2.01); replies are the server's.
+					b.ReportMetric(d.FabricOpsPerOp(), "fabricops/op")
+					b.ReportMetric(float64(d.NotReady)/float64(max(d.Ops, 1)), "retries/op")
 				})
 			}
 		})
