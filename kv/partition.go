@@ -447,6 +447,10 @@ func (p *Partition) Delete(hash uint64, key []byte) Status {
 	return StatusOK
 }
 
+// Now is the partition's clock (Config.Now), which its TTLs and access
+// times are on.
+func (p *Partition) Now() uint32 { return p.now() }
+
 // Stats returns the partition's counters. Owner goroutine only.
 func (p *Partition) Stats() Stats {
 	p.settleAll()
