@@ -41,6 +41,15 @@ type Cmd struct {
 	Initial uint64
 	Peek    bool // OpGet: leave the item unmarked, neither fetched nor accessed (mg u, me)
 	Part    int  // the partition (OpFlush: the one to flush)
+	// Serve-stale (stale.go): mg's N (Vivify, VivifyTTL) and R (Recache,
+	// with HasRecache); md's and ms's I (Invalid), md's T (SetTTL: TTL).
+	Vivify     bool
+	VivifyTTL  uint32
+	HasRecache bool
+	Recache    uint32
+	Invalid    bool
+	SetTTL     bool
+	Win        bool // result: mg handed out the item's win token (W)
 
 	// Results.
 	Status kv.Status
@@ -183,6 +192,7 @@ func (c *Cmd) Exec(p *kv.Partition) {
 			}
 			c.get(p)
 		}
+		c.recache(p)
 	case OpGat:
 		if c.Expired {
 			c.N, c.Meta, c.Status = p.GetItem(c.Hash, c.Key, c.Out)
@@ -206,14 +216,18 @@ func (c *Cmd) Exec(p *kv.Partition) {
 			}
 			c.N, c.Meta, c.Status = p.GetAndTouch(c.Hash, c.Key, c.Out, c.TTL)
 		}
+		c.recache(p)
 	case OpStore:
+		if c.Invalid && c.staleStore(p) {
+			return
+		}
 		c.Meta.Version, c.Status = p.Store(c.Hash, c.Key, c.Value, c.TTL, c.Flags, c.Mode, c.CAS)
 		if c.Expired && c.Status == kv.StatusOK ||
 			c.Mode == kv.StoreSet && c.CAS == 0 && (c.Status == kv.StatusTooLarge || c.Status == kv.StatusNoMemory) {
 			p.Delete(c.Hash, c.Key) // a failed set leaves no older value, as memcached
 		}
 	case OpDelete:
-		c.Status = p.Delete(c.Hash, c.Key)
+		c.delete(p)
 	case OpIncr:
 		c.Num, c.Meta.Version, c.Status = p.Incr(c.Hash, c.Key, c.Delta, c.Decr, c.Create, c.Initial, c.TTL, c.Flags)
 	case OpTouch:

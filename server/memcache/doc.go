@@ -51,7 +51,8 @@
 //     la=) is the store's, before the command: every read counts, an RFP
 //     client's Get as much as a get here; mg u and me read without
 //     counting. l needs kv.Config.AccessTimes (4 bytes an item), which
-//     `jakiro server --memcached` sets.
+//     `jakiro server --memcached` sets. Serve-stale (md and ms I, mg N
+//     and R, answered X, W, Z) is memcached's too (stale.go).
 //
 // memccapable (libmemcached-tools) passes whole against it; `make test`
 // runs it (scripts/memcapable.sh).

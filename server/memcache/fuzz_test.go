@@ -40,6 +40,7 @@ func FuzzASCII(f *testing.F) {
 		"no-newline":     "get " + strings.Repeat("k", 300),
 		"append-prepend": "append a 0 0 1\r\nz\r\nprepend a 0 0 1\r\nz\r\n",
 		"meta":           "ms a 3 T1 F2 c\r\nabc\r\nmg a v k O1 t s f c\r\nmd a q\r\nma n N0 J5 v\r\nme n\r\nmg YQ== b k\r\nmn\r\n",
+		"meta-stale":     "ms s 1 T9\r\nx\r\nmd s I T5\r\nmg s v N5 R9 t h l\r\nms s 1 I C1\r\ny\r\nmg s u h l c\r\nmd s C1 q\r\nmg n N-1 R-5 v\r\n",
 	} {
 		fuzzseed.Add(f, name, []byte(s))
 	}

@@ -10,11 +10,11 @@ import (
 
 // The meta commands (memcached 1.6's protocol.txt, "Meta Commands"):
 //
-//	mg <key> <flags>*                 get:    b c f h k l O q s t v T u
-//	ms <key> <datalen> <flags>*\r\n   set:    b c C F k O q T M(E A P R S)
-//	md <key> <flags>*                 delete: b k O q
+//	mg <key> <flags>*                 get:    b c f h k l N O q R s t v T u
+//	ms <key> <datalen> <flags>*\r\n   set:    b c C F I k O q T M(E A P R S)
+//	md <key> <flags>*                 delete: b C I k O q T
 //	ma <key> <flags>*                 arith:  b c D J k M(I + D -) N O q v
-//	me <key>                          debug:  exp, cas, size
+//	me <key>                          debug:  exp, la, cas, fetch, size
 //	mn                                MN: the answers before it are out
 //
 // h and l report the item's fetched bit and seconds since its last access
@@ -23,12 +23,13 @@ import (
 // them an mg asking for l is answered CLIENT_ERROR). u reads without
 // marking the item (so does me). Every read marks it: get, gets, gat, mg,
 // touch, the binary gets and an RFP client's Get alike, as memcached counts
-// every fetch. A flag the store cannot honour (C on md and ma, E, I, N on
-// mg, R, x) is answered CLIENT_ERROR, as memcached answers a flag it does
-// not know, rather than faked. Return flags come in the order asked; q
-// hides HD (and mg's EN); errors always come. An ms whose line names a
-// length has its data block read (or skipped, after an error), as
-// memcached does.
+// every fetch. I, N, R and the answers' X, W and Z are memcached's
+// serve-stale and recache (stale.go). A flag the store cannot honour (C
+// on mg and ma, E, N on ms, x) is answered CLIENT_ERROR, as memcached
+// answers a flag it does not know, rather than faked. Return flags come
+// in the order asked, then Z, X and W; q hides HD (and mg's EN); errors
+// always come. An ms whose line names a length has its data block read
+// (or skipped, after an error), as memcached does.
 
 // maxOpaque is the longest O token, as memcached.
 const maxOpaque = 32
@@ -47,11 +48,11 @@ func metaSize(t [][]byte) (int64, bool) {
 func metaAllowed(verb byte) string {
 	switch verb {
 	case 'g':
-		return "bcfhklOqstvTu"
+		return "bcfhklNOqRstvTu"
 	case 's':
-		return "bcCFkOqTM"
+		return "bcCFIkOqTM"
 	case 'd':
-		return "bkOq"
+		return "bCIkOqT"
 	case 'a':
 		return "bcDJkMNOqv"
 	case 'e':
@@ -108,7 +109,9 @@ func (c *conn) asciiMeta(t [][]byte) error {
 	var flags uint32
 	var cas, delta, initial uint64 = 0, 1, 0
 	var mode byte
-	touch, create, peek := false, false, false
+	touch, create, peek, stale := false, false, false, false
+	var recache int64
+	hasRecache := false
 	for _, tok := range t[from:] {
 		f := tok[0]
 		if f < 'A' || f > 'z' || !containsByte(allowed, f) {
@@ -122,9 +125,12 @@ func (c *conn) asciiMeta(t [][]byte) error {
 		arg := tok[1:]
 		ok := true
 		switch f {
-		case 'b', 'c', 'f', 'h', 'k', 'l', 'q', 's', 't', 'v', 'u':
+		case 'b', 'c', 'f', 'h', 'k', 'l', 'q', 's', 't', 'v', 'u', 'I':
 			// memcached reads only a flag's letter: "vv" is v
 			switch f {
+			case 'I':
+				stale = true
+				continue
 			case 'q':
 				q.quiet = true
 			case 'v':
@@ -157,6 +163,9 @@ func (c *conn) asciiMeta(t [][]byte) error {
 			flags = uint32(v)
 		case 'C':
 			cas, ok = parseUint(arg, 64)
+		case 'R':
+			recache, ok = parseInt(arg)
+			hasRecache = true
 		case 'D':
 			delta, ok = parseUint(arg, 64)
 		case 'J':
@@ -197,9 +206,18 @@ func (c *conn) asciiMeta(t [][]byte) error {
 			m.TTL, m.Expired = c.ttl(ttl)
 			c.touches++
 		}
+		if create {
+			m.Vivify = true
+			m.VivifyTTL, _ = c.ttl(incrTTL)
+		}
+		m.HasRecache, m.Recache = hasRecache, uint32(min(max(recache, 0), 1<<32-1))
 		c.gets++
 	case 'd':
-		m.Op = OpDelete
+		m.Op, m.CAS, m.Invalid = OpDelete, cas, stale
+		if touch && stale {
+			m.SetTTL = true
+			m.TTL, m.Expired = c.ttl(ttl)
+		}
 	case 'a':
 		m.Op, m.Delta, m.Create, m.Initial = OpIncr, delta, create, initial
 		m.TTL, _ = c.ttl(incrTTL)
@@ -212,7 +230,7 @@ func (c *conn) asciiMeta(t [][]byte) error {
 			return fail("CLIENT_ERROR invalid mode for ma M token")
 		}
 	case 's':
-		m.Op, m.Flags, m.CAS = OpStore, flags, cas
+		m.Op, m.Flags, m.CAS, m.Invalid = OpStore, flags, cas, stale
 		m.TTL, m.Expired = c.ttl(ttl)
 		switch mode {
 		case 0, 'S', 's':
@@ -336,6 +354,7 @@ func (c *conn) answerMeta(q *request) {
 			w.WriteString("VA ")
 			w.Write(strconv.AppendUint(num, uint64(m.N), 10))
 			c.metaFlags(q, m, false)
+			c.recacheFlags(m)
 			w.WriteString("\r\n")
 			w.Write(m.Out[:m.N])
 			w.WriteString("\r\n")
@@ -344,6 +363,7 @@ func (c *conn) answerMeta(q *request) {
 		if !q.quiet {
 			w.WriteString("HD")
 			c.metaFlags(q, m, false)
+			c.recacheFlags(m)
 			w.WriteString("\r\n")
 		}
 	case 'a':

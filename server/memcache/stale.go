@@ -1,0 +1,97 @@
+package memcache
+
+import "github.com/jakiro-kv/jakiro/kv"
+
+// Memcached's serve-stale and recache flags (protocol.txt, "Meta Get",
+// "Meta Delete", "Meta Set"): md with I marks an item stale instead of
+// deleting it; an mg of a stale item answers X and hands the first reader
+// the win token (W), later readers Z, until the item is written again;
+// mg's N creates an empty item on a miss and wins it, R wins an item whose
+// TTL left is under its token; ms with I and a C older than the item's
+// cas stores the value but keeps the item stale. Each runs in its
+// command's Exec, on the key's partition, so it is atomic as a whole.
+
+// recache is mg's N, R and the stale item's win, after its read.
+func (c *Cmd) recache(p *kv.Partition) {
+	if !c.Vivify && !c.HasRecache && !c.Meta.Stale {
+		return
+	}
+	created := false
+	if c.Status == kv.StatusNotFound && c.Vivify {
+		if _, st := p.Store(c.Hash, c.Key, nil, c.VivifyTTL, 0, kv.StoreAdd, 0); st != kv.StatusOK {
+			return
+		}
+		c.N, c.Meta, c.Status = p.PeekItem(c.Hash, c.Key, c.Out)
+		created = c.Status == kv.StatusOK
+	}
+	if c.Status != kv.StatusOK {
+		return
+	}
+	win := created
+	if c.HasRecache && !c.Meta.Won && !created && c.Meta.Expires != 0 && c.Meta.Expires-p.Now() < c.Recache {
+		win = true
+	}
+	if c.Meta.Stale && !c.Meta.Won {
+		win = true
+	}
+	if win && p.SetRecache(c.Hash, c.Key, c.Meta.Stale, true) == kv.StatusOK {
+		c.Win = true
+	}
+}
+
+// staleStore is ms with I: a C older than the item's cas stores the value
+// over it, keeping its TTL, its stale mark and its win token; it reports
+// whether it did (else the store is an ordinary one).
+func (c *Cmd) staleStore(p *kv.Partition) bool {
+	if c.CAS == 0 || c.Mode != kv.StoreSet {
+		return false
+	}
+	_, old, st := p.PeekItem(c.Hash, c.Key, nil)
+	if st != kv.StatusOK && st != kv.StatusTooLarge || c.CAS >= old.Version {
+		return false
+	}
+	var ttl uint32
+	if old.Expires != 0 {
+		ttl = max(old.Expires-p.Now(), 1) // p.Now() < Expires: the item is live
+	}
+	c.Meta.Version, c.Status = p.Store(c.Hash, c.Key, c.Value, ttl, c.Flags, kv.StoreSet, old.Version)
+	if c.Status == kv.StatusOK {
+		p.SetRecache(c.Hash, c.Key, true, old.Won)
+	}
+	return true
+}
+
+// delete is delete and md: with I it invalidates (and with T sets the
+// TTL), with C it acts only on the item of that cas.
+func (c *Cmd) delete(p *kv.Partition) {
+	switch {
+	case c.Invalid && !c.Expired:
+		c.Meta.Version, c.Status = p.Invalidate(c.Hash, c.Key, c.CAS, c.SetTTL, c.TTL)
+	case c.CAS != 0:
+		_, m, st := p.PeekItem(c.Hash, c.Key, nil)
+		switch {
+		case st != kv.StatusOK && st != kv.StatusTooLarge:
+			c.Status = kv.StatusNotFound
+		case m.Version != c.CAS:
+			c.Status = kv.StatusExists
+		default:
+			c.Status = p.Delete(c.Hash, c.Key)
+		}
+	default:
+		c.Status = p.Delete(c.Hash, c.Key)
+	}
+}
+
+// recacheFlags writes mg's Z (the win token was handed out before), X
+// (stale) and W (this mg won), in memcached's order.
+func (c *conn) recacheFlags(m *Cmd) {
+	if m.Meta.Won {
+		c.w.WriteString(" Z")
+	}
+	if m.Meta.Stale {
+		c.w.WriteString(" X")
+	}
+	if m.Win {
+		c.w.WriteString(" W")
+	}
+}
