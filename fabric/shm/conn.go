@@ -32,6 +32,14 @@ type conn struct {
 	doneOnce  sync.Once
 	closeOnce sync.Once
 
+	// A dialer's Close leaves the unmapping to watch, which its closing
+	// of the socket wakes anyway (see Close).
+	dialer      bool
+	closing     atomic.Bool // Close has run: unmap when watch ends
+	watchEnded  atomic.Bool
+	releaseOnce sync.Once
+	releaseErr  error
+
 	// Completion ring, touched only by the Post/Poll goroutine. Entries
 	// hold no pointers (errors become codes) so filling them costs no
 	// write barriers.
@@ -67,7 +75,7 @@ func completionErr(err error) uint8 {
 	return 1
 }
 
-func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Options, bells *eventbell.Remote) *conn {
+func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Options, bells *eventbell.Remote, dialer bool) *conn {
 	n := 1
 	for n < o.QueueDepth {
 		n <<= 1
@@ -84,6 +92,7 @@ func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Opti
 		ring:     make([]completion, n),
 		mask:     uint64(n - 1),
 		depth:    uint64(o.QueueDepth),
+		dialer:   dialer,
 	}
 	go c.watch()
 	return c
@@ -100,6 +109,10 @@ func (c *conn) watch() {
 	}
 	c.state.CompareAndSwap(stateOpen, stateGone)
 	c.doneOnce.Do(func() { close(c.done) })
+	c.watchEnded.Store(true)
+	if c.closing.Load() {
+		c.release()
+	}
 }
 
 func stateErr(s int32) error {
@@ -186,16 +199,37 @@ func (c *conn) Err() error {
 }
 
 // Close tells the peer (it reads EOF), then unmaps both domains once no
-// Post or Poll is inside them.
+// Post or Poll is inside them. On the dialer's side the unmapping is left
+// to the goroutine that watched the socket, which closing it wakes: a
+// client that reads one value and leaves does not wait for its munmaps
+// (tens of microseconds with their TLB shootdowns), and they are done
+// within microseconds after. The acceptor unmaps before Close returns.
 func (c *conn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		c.state.CompareAndSwap(stateOpen, stateClosed)
 		c.sock.Close()
 		c.doneOnce.Do(func() { close(c.done) })
+		if !c.dialer {
+			err = c.release()
+			return
+		}
+		// Whichever of Close and watch comes second releases: each sets
+		// its flag before it reads the other's.
+		c.closing.Store(true)
+		if c.watchEnded.Load() {
+			err = c.release()
+		}
+	})
+	return err
+}
+
+// release unmaps both domains and frees the bells, once.
+func (c *conn) release() error {
+	c.releaseOnce.Do(func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		err = unix.Munmap(c.peer)
+		err := unix.Munmap(c.peer)
 		c.peer = nil
 		c.bells.Close()
 		c.bells = nil
@@ -203,8 +237,9 @@ func (c *conn) Close() error {
 		if derr := c.d.close(); err == nil {
 			err = derr
 		}
+		c.releaseErr = err
 	})
-	return err
+	return c.releaseErr
 }
 
 // RingBell implements fabric.Ringer: a memory add while the acceptor's

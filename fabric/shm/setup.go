@@ -74,7 +74,7 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 			s.set.FreeSource(src)
 			return nil, err
 		}
-		c := newConn(s.d, s.peer, s.peerData, s.sock, s.opts, nil)
+		c := newConn(s.d, s.peer, s.peerData, s.sock, s.opts, nil, false)
 		c.set, c.source = s.set, src
 		return c, nil
 	}
@@ -133,7 +133,7 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		bells.Close()
 		return nil, err
 	}
-	return newConn(s.d, peer, m.data, s.sock, s.opts, bells), nil
+	return newConn(s.d, peer, m.data, s.sock, s.opts, bells, true), nil
 }
 
 // acceptSpin is how long a dialer polls for its accept before it parks:
