@@ -49,6 +49,7 @@ type Cmd struct {
 	Recache    uint32
 	Invalid    bool
 	SetTTL     bool
+	CAS0       bool // ms, md: C0, which no item's cas matches (CAS 0 is none)
 	Win        bool // result: mg handed out the item's win token (W)
 
 	// Results.
@@ -218,7 +219,7 @@ func (c *Cmd) Exec(p *kv.Partition) {
 		}
 		c.recache(p)
 	case OpStore:
-		if c.Invalid && c.staleStore(p) {
+		if c.Invalid && c.staleStore(p) || c.CAS0 && c.noCAS0(p) {
 			return
 		}
 		c.Meta.Version, c.Status = p.Store(c.Hash, c.Key, c.Value, c.TTL, c.Flags, c.Mode, c.CAS)

@@ -10,7 +10,7 @@ import (
 
 // The meta commands (memcached 1.6's protocol.txt, "Meta Commands"):
 //
-//	mg <key> <flags>*                 get:    b c f h k l N O q R s t v T u
+//	mg <key> <flags>*                 get:    b c C f h k l N O q R s t v T u
 //	ms <key> <datalen> <flags>*\r\n   set:    b c C F I k O q T M(E A P R S)
 //	md <key> <flags>*                 delete: b C I k O q T
 //	ma <key> <flags>*                 arith:  b c D J k M(I + D -) N O q v
@@ -24,12 +24,13 @@ import (
 // marking the item (so does me). Every read marks it: get, gets, gat, mg,
 // touch, the binary gets and an RFP client's Get alike, as memcached counts
 // every fetch. I, N, R and the answers' X, W and Z are memcached's
-// serve-stale and recache (stale.go). A flag the store cannot honour (C
-// on mg and ma, E, N on ms, x) is answered CLIENT_ERROR, as memcached
-// answers a flag it does not know, rather than faked. Return flags come
-// in the order asked, then Z, X and W; q hides HD (and mg's EN); errors
-// always come. An ms whose line names a length has its data block read
-// (or skipped, after an error), as memcached does.
+// serve-stale and recache (stale.go); mg's C sends no value while the
+// item's cas is C's. A flag the store cannot honour (C on ma, E, N on
+// ms, x) is answered CLIENT_ERROR, as memcached answers a flag it does
+// not know, rather than faked. Return flags come in the order asked, then
+// Z, X and W; q hides HD (and mg's EN); errors always come. An ms whose
+// line names a length has its data block read (or skipped, after an
+// error), as memcached does.
 
 // maxOpaque is the longest O token, as memcached.
 const maxOpaque = 32
@@ -48,7 +49,7 @@ func metaSize(t [][]byte) (int64, bool) {
 func metaAllowed(verb byte) string {
 	switch verb {
 	case 'g':
-		return "bcfhklNOqRstvTu"
+		return "bcCfhklNOqRstvTu"
 	case 's':
 		return "bcCFIkOqTM"
 	case 'd':
@@ -111,7 +112,7 @@ func (c *conn) asciiMeta(t [][]byte) error {
 	var mode byte
 	touch, create, peek, stale := false, false, false, false
 	var recache int64
-	hasRecache := false
+	hasRecache, cas0 := false, false
 	for _, tok := range t[from:] {
 		f := tok[0]
 		if f < 'A' || f > 'z' || !containsByte(allowed, f) {
@@ -163,6 +164,7 @@ func (c *conn) asciiMeta(t [][]byte) error {
 			flags = uint32(v)
 		case 'C':
 			cas, ok = parseUint(arg, 64)
+			cas0 = ok && cas == 0
 		case 'R':
 			recache, ok = parseInt(arg)
 			hasRecache = true
@@ -211,9 +213,10 @@ func (c *conn) asciiMeta(t [][]byte) error {
 			m.VivifyTTL, _ = c.ttl(incrTTL)
 		}
 		m.HasRecache, m.Recache = hasRecache, uint32(min(max(recache, 0), 1<<32-1))
+		m.CAS = cas // C: no value if the item still has this cas
 		c.gets++
 	case 'd':
-		m.Op, m.CAS, m.Invalid = OpDelete, cas, stale
+		m.Op, m.CAS, m.CAS0, m.Invalid = OpDelete, cas, cas0, stale
 		if touch && stale {
 			m.SetTTL = true
 			m.TTL, m.Expired = c.ttl(ttl)
@@ -230,7 +233,7 @@ func (c *conn) asciiMeta(t [][]byte) error {
 			return fail("CLIENT_ERROR invalid mode for ma M token")
 		}
 	case 's':
-		m.Op, m.Flags, m.CAS, m.Invalid = OpStore, flags, cas, stale
+		m.Op, m.Flags, m.CAS, m.CAS0, m.Invalid = OpStore, flags, cas, cas0, stale
 		m.TTL, m.Expired = c.ttl(ttl)
 		switch mode {
 		case 0, 'S', 's':
@@ -350,7 +353,7 @@ func (c *conn) answerMeta(q *request) {
 			w.WriteString("CLIENT_ERROR last access times not kept (kv.Config.AccessTimes)\r\n")
 			return
 		}
-		if q.value {
+		if q.value && (m.CAS == 0 || m.Meta.Version != m.CAS) {
 			w.WriteString("VA ")
 			w.Write(strconv.AppendUint(num, uint64(m.N), 10))
 			c.metaFlags(q, m, false)

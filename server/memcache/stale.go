@@ -43,7 +43,7 @@ func (c *Cmd) recache(p *kv.Partition) {
 // over it, keeping its TTL, its stale mark and its win token; it reports
 // whether it did (else the store is an ordinary one).
 func (c *Cmd) staleStore(p *kv.Partition) bool {
-	if c.CAS == 0 || c.Mode != kv.StoreSet {
+	if c.CAS == 0 && !c.CAS0 || c.Mode != kv.StoreSet {
 		return false
 	}
 	_, old, st := p.PeekItem(c.Hash, c.Key, nil)
@@ -61,10 +61,21 @@ func (c *Cmd) staleStore(p *kv.Partition) bool {
 	return true
 }
 
+// noCAS0 answers a write with C0 as memcached: no item has cas 0, so it
+// is EX, or NF without an item; it reports whether it answered.
+func (c *Cmd) noCAS0(p *kv.Partition) bool {
+	c.Status = kv.StatusExists
+	if _, _, st := p.PeekItem(c.Hash, c.Key, nil); st == kv.StatusNotFound {
+		c.Status = kv.StatusNotFound
+	}
+	return true
+}
+
 // delete is delete and md: with I it invalidates (and with T sets the
 // TTL), with C it acts only on the item of that cas.
 func (c *Cmd) delete(p *kv.Partition) {
 	switch {
+	case c.CAS0 && c.noCAS0(p):
 	case c.Invalid && !c.Expired:
 		c.Meta.Version, c.Status = p.Invalidate(c.Hash, c.Key, c.CAS, c.SetTTL, c.TTL)
 	case c.CAS != 0:

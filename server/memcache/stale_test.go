@@ -51,3 +51,18 @@ func TestMetaRecache(t *testing.T) {
 	c.send("mg needwin t R130\r\nmg needwin t R130 q\r\nmg needwin t R130 k\r\n")
 	c.expect("HD t100 W\r\nHD t100 kneedwin Z\r\n")
 }
+
+// mg C sends no value while the item's cas is C's (memcached's t/metaget.t,
+// "va_set"): HD then, VA once it changed.
+func TestMetaGetIfChanged(t *testing.T) {
+	d := startDoor(t, Config{}, newTestBackend(t, 1, false))
+	c := dialDoor(t, d)
+	c.send("ms va_set 2 c\r\nva\r\n")
+	var cas uint64
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fscanf(c.nc, "HD c%d\r\n", &cas); err != nil {
+		t.Fatal(err)
+	}
+	c.send(fmt.Sprintf("mg va_set C%d v c\r\nmg va_set C99999 v c\r\nmg va_set C%d v q\r\nmn\r\n", cas, cas))
+	c.expect(fmt.Sprintf("HD c%d\r\nVA 2 c%d\r\nva\r\nMN\r\n", cas, cas))
+}
