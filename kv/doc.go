@@ -82,7 +82,11 @@
 // Flush, and memcached's serve-stale pair Invalidate and SetRecache
 // (recache.go). Each is one owner's single-key operation, so each is exact
 // without locks, and none allocates (Append, Prepend, Touch and Invalidate
-// use a buffer of MaxValue bytes the partition allocates once).
+// use a buffer of MaxValue bytes the partition allocates once). Every item
+// has a Meta: 32 client flags and a 64-bit Version that changes with every
+// write and never repeats in the partition: the item's log offset plus
+// one, stored only when the item moves without a write (LRU, store-mode
+// cleaning, touch), so plain items pay no bytes for it.
 //
 // # Access history
 //
@@ -91,11 +95,9 @@
 // Config.AccessTimes, its last access time (4 bytes an item, written only
 // when it changed, at most once a second per item); a write starts a new
 // item, not fetched, accessed now. Meta reports both as they were before
-// the command (memcached's meta get h and l flags), and moves keep them. Every item has a Meta:
-// 32 client flags and a 64-bit Version that changes with every write and
-// never repeats in the partition: the item's log offset plus one, stored
-// only when the item moves without a write (LRU, store-mode cleaning,
-// touch), so plain items pay no bytes for it.
+// the command (memcached's meta get h and l flags), and moves keep them,
+// as they keep the stale mark and win token of memcached's serve-stale
+// (Invalidate, SetRecache: two more bits of the mark byte).
 //
 // # Limits
 //
