@@ -45,6 +45,7 @@ type conn struct {
 	layout   rfp.Layout
 	comps    []fabric.Completion
 	slotCall []*call // the call in each ring slot, nil if none (or its caller gave up)
+	slotted  int     // slotCall's non-nil entries (the driver's, as slotCall)
 	closed   bool
 	// wokeBell: this step rang a partition blocked on its bell; the
 	// driver gives up its core once (group.go).
@@ -337,6 +338,7 @@ func (c *conn) submitLocked(driver *waiter, now int64) error {
 				continue
 			}
 			c.slotCall[slot] = cl
+			c.slotted++
 		}
 	}
 	return nil
@@ -347,6 +349,7 @@ func (c *conn) failLocked(err error, driver *waiter) (woke int) {
 	for i, cl := range c.slotCall {
 		if cl != nil {
 			c.slotCall[i] = nil
+			c.slotted--
 			if cl.finish(0, nil, err, driver) {
 				woke++
 			}
@@ -373,7 +376,8 @@ func (c *conn) retire() bool {
 // handTo hands the group's driving to a caller with a call on this
 // connection, other than the driver w; false if there is none.
 func (c *conn) handTo(w *waiter) bool {
-	for _, cl := range c.slotCall {
+	for i := 0; c.slotted > 0 && i < len(c.slotCall); i++ {
+		cl := c.slotCall[i]
 		if cl != nil && cl.w != w && cl.state.Load() == callSent && cl.w.hand() {
 			return true
 		}
@@ -458,7 +462,10 @@ func (c *conn) flushLocked() error {
 func (c *conn) deliverLocked(driver *waiter) (woke int) {
 	for _, r := range c.eng.Results() {
 		cl := c.slotCall[r.Slot]
-		c.slotCall[r.Slot] = nil
+		if cl != nil {
+			c.slotCall[r.Slot] = nil
+			c.slotted--
+		}
 		if cl != nil && cl.finish(r.Status, r.Value, nil, driver) {
 			woke++
 		}
@@ -525,6 +532,7 @@ func (c *conn) direct(cl *call, w *waiter) bool {
 		return true
 	}
 	c.slotCall[slot] = cl
+	c.slotted++
 	c.g.list(c)
 	err = c.flushLocked() // its WRITE first
 	if err == nil {
