@@ -217,3 +217,71 @@ func TestDoorUnderLoadAndClose(t *testing.T) {
 		}
 	}
 }
+
+// TestDoorSeesRFPReads: an RFP client's GET is an access as the door's
+// get is (memcached counts every fetch): mg's h flag says the item was
+// hit before, and its l flag counts from the last RFP read.
+func TestDoorSeesRFPReads(t *testing.T) {
+	srv, err := server.New(server.Config{Listen: "shm://" + filepath.Join(t.TempDir(), "jakiro.sock"),
+		Partitions: 1, Memory: 64 << 20, MaxValue: 64 << 10, AccessTimes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { defer close(served); srv.Serve(ctx) }()
+	door, err := memcache.Listen(memcache.Config{Addr: "127.0.0.1:0"}, srv.Door())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doorDone := make(chan struct{})
+	go func() { defer close(doorDone); door.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); door.Close(); <-doorDone; srv.Close(); <-served })
+	c, err := client.Dial(ctx, srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	nc, err := net.DialTimeout("tcp", door.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	r := bufio.NewReader(nc)
+	mg := func(flags string) string {
+		t.Helper()
+		nc.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := fmt.Fprintf(nc, "mg seen %s\r\n", flags); err != nil {
+			t.Fatal(err)
+		}
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return line
+	}
+	if err := c.Put(ctx, []byte("seen"), []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := mg("h u"); got != "HD h0\r\n" { // u: a look that does not count
+		t.Fatalf("after an RFP write: %q, want HD h0", got)
+	}
+	if v, err := c.Get(ctx, []byte("seen")); err != nil || string(v) != "v" {
+		t.Fatalf("RFP get: %q %v", v, err)
+	}
+	if got := mg("h u"); got != "HD h1\r\n" {
+		t.Fatalf("after an RFP read: %q, want HD h1 (the RFP GET counts as a fetch)", got)
+	}
+	// l counts whole seconds from the last access: an RFP read 2 s
+	// after the write resets it.
+	time.Sleep(2100 * time.Millisecond)
+	if got := mg("l u"); got == "HD l0\r\n" {
+		t.Fatalf("2 s after the last access: %q", got)
+	}
+	if _, err := c.Get(ctx, []byte("seen")); err != nil {
+		t.Fatal(err)
+	}
+	if got := mg("l u"); got != "HD l0\r\n" && got != "HD l1\r\n" { // l1: a second's edge in between
+		t.Fatalf("right after an RFP read: %q, want HD l0", got)
+	}
+}
