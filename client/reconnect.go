@@ -46,9 +46,10 @@ type server struct {
 	laneDialAt atomic.Int64 // a lane's: no dial before this time (ns)
 	everUp     atomic.Bool  // connected once: from then on redial keeps it up
 	cur        atomic.Pointer[conn]
-	ctx        context.Context // canceled by close: ends the watcher and redial goroutines
+	ctx        context.Context // canceled by close: ends the redial goroutines
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
+	unwatch    func() bool // stops the watch of cur (attachLocked); nil if none
 
 	mu         sync.Mutex
 	closed     bool
@@ -115,20 +116,27 @@ func (s *server) redialLater() {
 }
 
 // attachLocked makes cn the live connection and watches it: a peer that
-// dies closes cn.done, and the server redials before anyone calls.
+// dies ends cn, and the server redials before anyone calls. The watch is
+// a function the connection starts when it ends (fabric.AfterDone): no
+// goroutine waits for it, so a join starts none and Close wakes none.
 func (s *server) attachLocked(cn *conn) {
 	s.everUp.Store(true)
 	s.cur.Store(cn)
 	s.down = nil
 	s.wg.Add(1)
-	go func() {
+	s.unwatch = fabric.AfterDone(cn.fc, func() {
 		defer s.wg.Done()
-		select {
-		case <-cn.done():
-			s.lose(cn, fabric.ErrPeerGone)
-		case <-s.ctx.Done():
-		}
-	}()
+		s.lose(cn, fabric.ErrPeerGone)
+	})
+}
+
+// unwatchLocked stops the watch of the live connection, if it has not
+// fired: its goroutine will not run, so it is done here.
+func (s *server) unwatchLocked() {
+	if s.unwatch != nil && s.unwatch() {
+		s.wg.Done()
+	}
+	s.unwatch = nil
 }
 
 // lose retires cn after it failed (cause, unless the engine knows
@@ -246,6 +254,7 @@ func (s *server) closeLane() error {
 	}
 	s.closed = true
 	s.cancel()
+	s.unwatchLocked()
 	cn := s.cur.Swap(nil)
 	var err error
 	if cn != nil {

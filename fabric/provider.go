@@ -46,6 +46,15 @@ type Options struct {
 	// application can wake what the new connection will need (its
 	// partitions) while the handshake completes. It must not block.
 	OnHello func()
+	// OnSetup, if set, is offered each handshaken setup on the
+	// listener's accept loop before it is queued for Accept, where the
+	// provider runs handshakes there (shm): a setup it takes (returns
+	// true) never reaches Accept, and no thread is woken between the
+	// dialer's hello and the application's answer. It must not block:
+	// the setup's Establish, with the ctx it is given (bounded), is all
+	// it may wait for. Providers that hand setups over otherwise ignore
+	// it.
+	OnSetup func(ctx context.Context, s Setup) bool
 }
 
 // DefaultSendTimeout is Options.SendTimeout's default.

@@ -59,6 +59,9 @@ type Listener struct {
 	nextID atomic.Uint32
 	live   atomic.Int64 // sessions not closed yet
 	long   *longBudget
+	// handler takes the clients whose handshake the fabric completes on
+	// its accept loop (Handle); nil: they wait for Accept.
+	handler atomic.Pointer[handler]
 
 	refusing sync.WaitGroup // refusals still completing their handshake
 }
@@ -89,13 +92,50 @@ func Listen(addr string, cfg ListenConfig) (*Listener, error) {
 		// the largest grant, not the fabric's default of a GiB.
 		fo.DomainSize = int64(biggest.Size()) + grantSlack
 	}
+	l := &Listener{cfg: cfg, auth: newAuthCheck(cfg.AuthToken), long: newLongBudget(cfg.LongBudget)}
+	fo.OnSetup = l.onSetup
 	ln, err := fabric.Listen(addr, fo)
 	if err != nil {
 		return nil, err
 	}
-	l := &Listener{ln: ln, cfg: cfg, auth: newAuthCheck(cfg.AuthToken), long: newLongBudget(cfg.LongBudget)}
+	l.ln = ln
 	l.bells, _ = ln.(fabric.Doorbells)
 	return l, nil
+}
+
+// handler is what Handle installed.
+type handler struct {
+	add     func(*Session)
+	refused func(error)
+}
+
+// Handle makes the listener hand each client whose handshake the fabric
+// runs on its accept loop (shm: fabric.Options.OnSetup) to add on that
+// loop, welcome sent: no thread is woken between the client's hello and
+// its welcome, nor to publish it. Other clients still come from Accept.
+// add and refused (a *HandshakeError) must not block. Handle(nil, nil)
+// stops it.
+func (l *Listener) Handle(add func(*Session), refused func(error)) {
+	if add == nil {
+		l.handler.Store(nil)
+		return
+	}
+	l.handler.Store(&handler{add: add, refused: refused})
+}
+
+// onSetup is the fabric's OnSetup: a handled client is answered here.
+func (l *Listener) onSetup(ctx context.Context, setup fabric.Setup) bool {
+	h := l.handler.Load()
+	if h == nil {
+		return false
+	}
+	sess, err := l.accept(ctx, setup)
+	if err != nil {
+		h.refused(err)
+		return true
+	}
+	h.add(sess)
+	return true
 }
 
 // HasDoorbells says whether idle partitions can block in WaitBell; without
@@ -185,6 +225,12 @@ func (l *Listener) Accept(ctx context.Context) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	return l.accept(ctx, setup)
+}
+
+// accept checks a setup's hello, grants its rings and completes its
+// handshake.
+func (l *Listener) accept(ctx context.Context, setup fabric.Setup) (*Session, error) {
 	h, err := ParseHello(setup.PeerData())
 	if errors.Is(err, ErrVersion) {
 		l.refuse(ctx, setup, RefusedVersion) // the welcome names our version

@@ -20,6 +20,12 @@ type peer struct {
 	failOnce sync.Once
 	failed   chan struct{} // closed by fail
 	failErr  error
+
+	// unwatch stops the function that hands the peer to the reaper when
+	// its connection ends (Server.watch); true: it will not run, and the
+	// caller owns its count in Server.watchers.
+	unwatch func() bool
+	onFail  func() // the server's: hands a failed peer to the reaper
 }
 
 // peerPart is one partition's view of a peer.
@@ -42,5 +48,11 @@ func (c *peer) fail(err error) {
 		c.failErr = err
 		c.dead.Store(true)
 		close(c.failed)
+		if c.onFail != nil {
+			c.onFail()
+		}
 	})
 }
+
+// stopWatch stops its watch (see unwatch); true: it will not run.
+func (c *peer) stopWatch() bool { return c.unwatch != nil && c.unwatch() }

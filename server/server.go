@@ -34,7 +34,7 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 	wg        sync.WaitGroup // partitions
-	watchers  sync.WaitGroup // one per peer: hands it to the reaper when it ends
+	watchers  sync.WaitGroup // one per peer: its watch, until it ran or was stopped
 	bg        sync.WaitGroup // the reaper
 	reap      chan *peer     // ended peers, for the reaper
 	clients   atomic.Int64
@@ -117,12 +117,16 @@ func (s *Server) now() int64 { return int64(time.Since(s.epoch)) }
 // Serve accepts clients until ctx ends or Close; it then closes the server
 // (when ctx ended) and returns nil.
 func (s *Server) Serve(ctx context.Context) error {
+	// Clients whose handshake the fabric runs on its accept loop are
+	// added there (no thread woken on their way in); the rest come here.
+	s.ln.Handle(s.add, s.refused)
+	defer s.ln.Handle(nil, nil)
 	for {
 		sess, err := s.ln.Accept(ctx)
 		if err != nil {
 			var he *rfp.HandshakeError
 			if errors.As(err, &he) {
-				s.churn.printf("jakiro: refused a client: %v", err)
+				s.refused(err)
 				continue
 			}
 			select {
@@ -143,6 +147,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 }
 
+func (s *Server) refused(err error) { s.churn.printf("jakiro: refused a client: %v", err) }
+
 func (s *Server) add(sess *rfp.Session) {
 	c := newPeer(sess, len(s.parts))
 	s.mu.Lock()
@@ -156,8 +162,16 @@ func (s *Server) add(sess *rfp.Session) {
 	}
 	s.procs.connected() // before any partition can see c: it may spin for it
 	s.peers[sess.ID] = c
-	s.publishLocked()
+	// The peer is watched by a function its connection starts when it
+	// ends, not by a goroutine of its own: a join starts none.
 	s.watchers.Add(1)
+	c.unwatch = sess.AfterDone(func() { s.watch(c) })
+	c.onFail = func() {
+		if c.stopWatch() {
+			go s.watch(c)
+		}
+	}
+	s.publishLocked()
 	s.mu.Unlock()
 	s.clients.Add(1)
 	s.churn.printf("jakiro: client %d connected", sess.ID)
@@ -174,7 +188,6 @@ func (s *Server) add(sess *rfp.Session) {
 			s.ln.RingBell(p.id)
 		}
 	}
-	go s.watch(c)
 }
 
 // wakeAsleep rings the partitions asleep on their bells: a client is
@@ -187,17 +200,21 @@ func (s *Server) wakeAsleep() {
 	}
 }
 
-// watch hands c to the reaper when its connection ends or the server
-// gives it up.
+// watch hands c to the reaper once its connection ended or the server
+// gave it up (it runs once per peer: started by the connection's end, or
+// by fail having stopped that).
 func (s *Server) watch(c *peer) {
 	defer s.watchers.Done()
 	select {
-	case <-c.sess.Done():
-		s.churn.printf("jakiro: client %d gone: %v", c.sess.ID, c.sess.Err())
-	case <-c.failed:
-		s.cfg.Logf("jakiro: client %d disconnected: %v", c.sess.ID, c.failErr)
 	case <-s.stop:
 		return // shutdown closes every client at once
+	default:
+	}
+	select {
+	case <-c.failed:
+		s.cfg.Logf("jakiro: client %d disconnected: %v", c.sess.ID, c.failErr)
+	default:
+		s.churn.printf("jakiro: client %d gone: %v", c.sess.ID, c.sess.Err())
 	}
 	select {
 	case s.reap <- c:
@@ -276,6 +293,9 @@ func (s *Server) remove(batch []*peer) {
 		}
 	}
 	for _, c := range batch {
+		if c.stopWatch() { // failed: its watch need not start at this Close
+			s.watchers.Done()
+		}
 		c.sess.Close()
 	}
 	s.clients.Add(-int64(n))
@@ -312,6 +332,13 @@ func (s *Server) shutdown() error {
 		s.cfg.Logf("jakiro: a partition is stuck in a fabric call for %v; not freeing clients and store", s.stuckWait)
 		return errors.New("server: a partition did not stop; clients and store not freed")
 	}
+	s.mu.Lock()
+	for _, c := range s.peers {
+		if c.stopWatch() {
+			s.watchers.Done()
+		}
+	}
+	s.mu.Unlock()
 	s.watchers.Wait()
 	s.bg.Wait()
 	s.closePeers(drainBy)

@@ -30,6 +30,7 @@ type conn struct {
 
 	done      chan struct{}
 	doneOnce  sync.Once
+	after     fabric.AfterList // AfterDone's, started when done closes
 	closeOnce sync.Once
 
 	// A dialer's Close leaves the unmapping to watch, which its closing
@@ -99,7 +100,10 @@ func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Opti
 }
 
 // watch blocks reading the socket, which carries nothing after the
-// handshake: EOF or an error means the peer closed or died.
+// handshake: EOF or an error means the peer closed or died, or Close shut
+// the socket down. It closes the socket itself: Close does not wait for
+// it (closing a socket a goroutine reads waits until that goroutine has
+// woken and let go of it: two thread wake-ups).
 func (c *conn) watch() {
 	var b [64]byte
 	for {
@@ -107,8 +111,9 @@ func (c *conn) watch() {
 			break
 		}
 	}
+	c.sock.Close()
 	c.state.CompareAndSwap(stateOpen, stateGone)
-	c.doneOnce.Do(func() { close(c.done) })
+	c.end()
 	c.watchEnded.Store(true)
 	if c.closing.Load() {
 		c.release()
@@ -189,6 +194,17 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 
 func (c *conn) Done() <-chan struct{} { return c.done }
 
+// end closes done and starts the AfterDone functions, once.
+func (c *conn) end() {
+	c.doneOnce.Do(func() {
+		close(c.done)
+		c.after.End()
+	})
+}
+
+// AfterDone implements fabric.DoneNotifier.
+func (c *conn) AfterDone(f func()) (stop func() bool) { return c.after.Add(f) }
+
 func (c *conn) Err() error {
 	select {
 	case <-c.done:
@@ -198,18 +214,19 @@ func (c *conn) Err() error {
 	}
 }
 
-// Close tells the peer (it reads EOF), then unmaps both domains once no
-// Post or Poll is inside them. On the dialer's side the unmapping is left
-// to the goroutine that watched the socket, which closing it wakes: a
-// client that reads one value and leaves does not wait for its munmaps
-// (tens of microseconds with their TLB shootdowns), and they are done
-// within microseconds after. The acceptor unmaps before Close returns.
+// Close tells the peer (it reads EOF: the socket is shut down, and closed
+// by watch, which that wakes), then unmaps both domains once no Post or
+// Poll is inside them. On the dialer's side the unmapping is left to
+// watch too: a client that reads one value and leaves does not wait for
+// its munmaps (tens of microseconds with their TLB shootdowns), and they
+// are done within microseconds after. The acceptor unmaps before Close
+// returns.
 func (c *conn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		c.state.CompareAndSwap(stateOpen, stateClosed)
-		c.sock.Close()
-		c.doneOnce.Do(func() { close(c.done) })
+		c.shutdown()
+		c.end()
 		if !c.dialer {
 			err = c.release()
 			return
@@ -222,6 +239,16 @@ func (c *conn) Close() error {
 		}
 	})
 	return err
+}
+
+// shutdown shuts the socket down both ways: the peer reads EOF, and so
+// does watch. Nothing here waits for watch.
+func (c *conn) shutdown() {
+	rc, err := c.sock.SyscallConn()
+	if err != nil {
+		return // watch closed it: the peer is gone already
+	}
+	rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_RDWR) })
 }
 
 // release unmaps both domains and frees the bells, once.

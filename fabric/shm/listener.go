@@ -96,14 +96,18 @@ func listen(path string, mode os.FileMode, o fabric.Options) (*listener, error) 
 			return nil, err
 		}
 	}
-	l.q = acceptq.New(ul, acceptq.Config{
+	var take acceptq.Take[*setup]
+	if o.OnSetup != nil {
+		take = func(ctx context.Context, s *setup) bool { return o.OnSetup(ctx, s) }
+	}
+	l.q = acceptq.NewTaking(ul, acceptq.Config{
 		Prefix:     "shm",
 		MaxPending: maxPending,
 		MaxReady:   maxReady,
 		Timeout:    handshakeTimeout,
 		Logf:       o.Logf,
 		Arrived:    arrived,
-	}, l.hello, func(s *setup) { _ = s.Close() })
+	}, l.hello, func(s *setup) { _ = s.Close() }, take)
 	return l, nil
 }
 

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jakiro-kv/jakiro/fabric"
-	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
 	"github.com/jakiro-kv/jakiro/fabric/internal/fdhint"
 )
 
@@ -143,24 +142,12 @@ func recvMsgSpin(c *net.UnixConn, spin time.Duration) (message, error) {
 	if wantFD != (len(fds) >= 1) || len(fds) > maxFDs || len(fds) == 2 || len(fds) == 3 {
 		return fail("message type %d with %d fds", m.typ, len(fds))
 	}
-	if len(fds) > 1 {
-		// Two bell pages, then eventfds: we will write to them all, so
-		// they must be what they say (eventbell.Open checks the pages).
-		for _, page := range fds[1:3] {
-			if eventbell.IsFD(page) {
-				return fail("doorbell page is an eventfd")
-			}
-		}
-		for _, bell := range fds[3:] {
-			if !eventbell.IsFD(bell) {
-				return fail("doorbell fd is not an eventfd")
-			}
-		}
-	}
+	// Bell fds are checked where they are opened (eventbell.Open: the
+	// pages must be sealed memfds, the bells eventfds), once: each check
+	// of an eventfd is a readlink in /proc.
 	m.data = append([]byte(nil), b[wireHdr:n]...)
 	if wantFD {
-		m.fd = fds[0]
-		unix.CloseOnExec(m.fd)
+		m.fd = fds[0] // close-on-exec already: both reads ask MSG_CMSG_CLOEXEC
 		m.bells = fds[1:]
 	}
 	return m, nil

@@ -46,6 +46,16 @@ type Config struct {
 	Arrived func(net.Conn) bool
 }
 
+// Take, if set, is offered each setup whose handshake ran inline on the
+// accept loop (Config.Arrived), before it is queued for Accept; a setup it
+// takes is its own. ctx bounds what it waits for (the handshake's timeout,
+// and takeTimeout).
+type Take[S any] func(ctx context.Context, s S) bool
+
+// takeTimeout bounds a Take on the accept loop: it waits on nothing but
+// a send to a socket it has just read, which does not block.
+const takeTimeout = 100 * time.Millisecond
+
 func (c Config) withDefaults() Config {
 	if c.Prefix == "" {
 		c.Prefix = "fabric"
@@ -77,6 +87,7 @@ type Queue[S any] struct {
 	ln     net.Listener
 	hs     Handshake[S]
 	reject func(S)
+	take   Take[S]
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
@@ -106,10 +117,15 @@ type entry struct {
 // New starts accepting on ln. reject turns a handshaken setup away (the
 // provider tells the dialer and frees it).
 func New[S any](ln net.Listener, cfg Config, hs Handshake[S], reject func(S)) *Queue[S] {
+	return NewTaking(ln, cfg, hs, reject, nil)
+}
+
+// NewTaking is New with a Take (nil: none).
+func NewTaking[S any](ln net.Listener, cfg Config, hs Handshake[S], reject func(S), take Take[S]) *Queue[S] {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	q := &Queue[S]{
-		cfg: cfg, ln: ln, hs: hs, reject: reject,
+		cfg: cfg, ln: ln, hs: hs, reject: reject, take: take,
 		ctx: ctx, cancel: cancel,
 		ready:    make(chan S, cfg.MaxReady),
 		bySource: map[string]*list.List{},
@@ -263,6 +279,14 @@ func (q *Queue[S]) handshake(ctx context.Context, e *entry, c net.Conn, wait tim
 	// The setup now waits for Accept: from here the application decides
 	// how long the dialer waits, within the handshake's bound.
 	_ = c.SetDeadline(time.Time{})
+	if inline && q.take != nil {
+		tctx, cancel := context.WithTimeout(ctx, takeTimeout)
+		took := q.take(tctx, s)
+		cancel()
+		if took {
+			return
+		}
+	}
 	select {
 	case q.ready <- s:
 		return
