@@ -16,14 +16,21 @@ type FetchDelay struct {
 	ns     int64 // scaled by 1<<delayShift so small delays still shrink
 	fixed  bool
 	raised int64 // when the delay last grew
+	trip   int64 // a READ's round trip, smoothed (0: none seen yet)
 }
 
 const (
 	delayShift    = 12
 	minFetchDelay = 50 // ns
 	// maxFetchDelay caps the delay so a latency tail (a dozing or
-	// descheduled server) cannot drag every request's first READ late.
+	// descheduled server) cannot drag every request's first READ late,
+	// unless READs themselves take longer: the cap is tripCap READ round
+	// trips where that is more (a slow NIC answers slowly too: soft-RoCE
+	// under emulation takes ~100 us a READ, and a 20 us cap had every
+	// request miss its first READ), and never more than maxTripDelay.
 	maxFetchDelay = 20_000 // ns
+	tripCap       = 4
+	maxTripDelay  = 2_000_000 // ns
 )
 
 // NewFetchDelay returns an adaptive delay when fixedNS < 0, else a fixed one.
@@ -58,5 +65,19 @@ func (d *FetchDelay) OnFirstRead(ready, alone bool, sentNS, nowNS int64) {
 	}
 	d.raised = nowNS
 	d.ns += d.ns>>4 + 16<<delayShift
-	d.ns = min(d.ns, maxFetchDelay<<delayShift)
+	d.ns = min(d.ns, d.cap()<<delayShift)
 }
+
+// OnReadTrip notes the round trip of a fetch READ (posted to completed).
+func (d *FetchDelay) OnReadTrip(ns int64) {
+	switch {
+	case ns <= 0:
+	case d.trip == 0:
+		d.trip = ns
+	default:
+		d.trip += (ns - d.trip) / 8
+	}
+}
+
+// cap is the longest the delay may grow to.
+func (d *FetchDelay) cap() int64 { return min(max(maxFetchDelay, tripCap*d.trip), maxTripDelay) }

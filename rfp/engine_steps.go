@@ -123,6 +123,7 @@ func (e *Engine) Complete(now int64, c fabric.Completion) error {
 	if ps.reading--; ps.reading > 0 {
 		return nil
 	}
+	e.delay.OnReadTrip(now - ps.readAt)
 	e.onRead(p, now)
 	return nil
 }

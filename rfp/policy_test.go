@@ -193,3 +193,34 @@ func TestFetchDelayAdapts(t *testing.T) {
 		t.Fatal("fixed delay moved")
 	}
 }
+
+// The delay stops growing at maxFetchDelay where READs are quick, and at
+// a few READ round trips where they are slow (soft-RoCE under emulation),
+// never past maxTripDelay.
+func TestFetchDelayCapFollowsReadTrips(t *testing.T) {
+	grow := func(d *FetchDelay) {
+		for i := int64(1); i < 2000; i++ {
+			d.OnFirstRead(false, true, 100*i, 100*i+50) // each a new generation
+		}
+	}
+	quick := NewFetchDelay(-1)
+	quick.OnReadTrip(3_000)
+	grow(&quick)
+	if quick.NS() != maxFetchDelay {
+		t.Fatalf("3 us READs: delay %d ns, want the %d ns cap", quick.NS(), maxFetchDelay)
+	}
+	slow := NewFetchDelay(-1)
+	for range 50 {
+		slow.OnReadTrip(100_000)
+	}
+	grow(&slow)
+	if want := int64(tripCap * 100_000); slow.NS() < want*9/10 || slow.NS() > want {
+		t.Fatalf("100 us READs: delay %d ns, want about %d", slow.NS(), want)
+	}
+	stuck := NewFetchDelay(-1)
+	stuck.OnReadTrip(1_000_000_000)
+	grow(&stuck)
+	if stuck.NS() != maxTripDelay {
+		t.Fatalf("1 s READs: delay %d ns, want the %d ns bound", stuck.NS(), maxTripDelay)
+	}
+}
