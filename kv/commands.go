@@ -14,7 +14,8 @@ import (
 // Meta is what a partition keeps of an item beside its key and value.
 type Meta struct {
 	// Version changes with every write of the item and never repeats
-	// within a partition (memcached's cas unique); never 0.
+	// within a partition (memcached's cas unique), unless a client chose
+	// it (SetVersion); never 0.
 	Version uint64
 	// Flags are the client's 32 opaque bits (memcached's client flags).
 	Flags uint32
@@ -273,17 +274,24 @@ func parseDecimal(b []byte) (uint64, bool) {
 // flags and Version. A missing or expired key is StatusNotFound. It does
 // not allocate (beyond the buffer Store's Append allocates once).
 func (p *Partition) Touch(hash uint64, key []byte, ttlSeconds uint32) (Meta, Status) {
-	_, m, st := p.touch(hash, key, ttlSeconds, nil, false)
+	_, m, st := p.touch(hash, key, ttlSeconds, nil, false, true)
+	return m, st
+}
+
+// Retime is Touch that leaves the item's access history as it was: not
+// a read (memcached's meta commands' T with u, and ma's T).
+func (p *Partition) Retime(hash uint64, key []byte, ttlSeconds uint32) (Meta, Status) {
+	_, m, st := p.touch(hash, key, ttlSeconds, nil, false, false)
 	return m, st
 }
 
 // GetAndTouch is Touch that also copies the value into dst, as GetItem
 // does (memcached's gat).
 func (p *Partition) GetAndTouch(hash uint64, key, dst []byte, ttlSeconds uint32) (int, Meta, Status) {
-	return p.touch(hash, key, ttlSeconds, dst, true)
+	return p.touch(hash, key, ttlSeconds, dst, true, true)
 }
 
-func (p *Partition) touch(hash uint64, key []byte, ttlSeconds uint32, dst []byte, get bool) (int, Meta, Status) {
+func (p *Partition) touch(hash uint64, key []byte, ttlSeconds uint32, dst []byte, get, access bool) (int, Meta, Status) {
 	if st := p.begin(key); st != StatusOK {
 		return 0, Meta{}, st
 	}
@@ -305,8 +313,10 @@ func (p *Partition) touch(hash uint64, key []byte, ttlSeconds uint32, dst []byte
 	if get {
 		n = copy(dst, x.value())
 	}
-	// A touch is an access, as memcached's.
-	p.access(x.r, x.h, x.ttl)
+	// A touch is an access, as memcached's (a Retime is not).
+	if access {
+		p.access(x.r, x.h, x.ttl)
+	}
 	ttl, exp := p.expiry(ttlSeconds)
 	if ttl && x.ttl {
 		// The item has room for an expiry: rewrite it in place.

@@ -78,15 +78,17 @@
 //
 // Beside Get, Put and Delete a partition runs memcached's commands
 // (commands.go): Store (set, add, replace, append, prepend, each with an
-// optional compare-and-swap), Incr, Touch, GetAndTouch, GetItem, PeekItem,
-// Flush, and memcached's serve-stale pair Invalidate and SetRecache
-// (recache.go). Each is one owner's single-key operation, so each is exact
-// without locks, and none allocates (Append, Prepend, Touch and Invalidate
-// use a buffer of MaxValue bytes the partition allocates once). Every item
-// has a Meta: 32 client flags and a 64-bit Version that changes with every
-// write and never repeats in the partition: the item's log offset plus
-// one, stored only when the item moves without a write (LRU, store-mode
-// cleaning, touch), so plain items pay no bytes for it.
+// optional compare-and-swap), Incr, Touch, Retime, GetAndTouch, GetItem,
+// PeekItem, Flush, memcached's serve-stale pair Invalidate and SetRecache
+// (recache.go), and SetVersion (version.go). Each is one owner's single-key
+// operation, so each is exact without locks, and none allocates (Append,
+// Prepend, Touch, Invalidate and SetVersion use a buffer of MaxValue bytes
+// the partition allocates once). Every item has a Meta: 32 client flags
+// and a 64-bit Version that changes with every write and never repeats in
+// the partition: the item's log offset plus one, stored only when the item
+// moves without a write (LRU, store-mode cleaning, touch), so plain items
+// pay no bytes for it; or one a client chose (SetVersion, memcached's E
+// flag), which it may repeat.
 //
 // # Access history
 //

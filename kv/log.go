@@ -125,6 +125,16 @@ func metaOf(r []byte, h int, ttl bool, off uint64) (m meta) {
 	return m
 }
 
+// putVersion rewrites the version of an item that carries one
+// (markVersion), whose header header(r) decoded as h and ttl.
+func putVersion(r []byte, h int, ttl bool, version uint64) {
+	if ttl {
+		h -= 4
+	}
+	h -= int(r[0]&markAtime) >> 1
+	binary.LittleEndian.PutUint64(r[h-8:], version)
+}
+
 // access marks the item r, whose header decoded as h and ttl, read now:
 // fetched and, if it keeps one, accessed now. It writes only what changed,
 // so reading a hot item does not dirty its line on every read.
