@@ -41,16 +41,28 @@ type Cmd struct {
 	Initial uint64
 	Peek    bool // OpGet: leave the item unmarked, neither fetched nor accessed (mg u, me)
 	Part    int  // the partition (OpFlush: the one to flush)
-	// Serve-stale (stale.go): mg's N (Vivify, VivifyTTL) and R (Recache,
-	// with HasRecache); md's and ms's I (Invalid), md's T (SetTTL: TTL).
+	// The meta commands' (meta.go, metawrite.go, stale.go): MetaVerb is
+	// the command's letter (ms and ma follow memcached's meta rules); N
+	// (Vivify, VivifyTTL: mg and ma create a missing item, ms in append
+	// mode its value), R (Recache, with HasRecache), I (Invalid), T where
+	// it is not a touch (SetTTL: TTL), E (Version: the version the written
+	// item takes, 0: its own), md's x (Tombstone). TLast: T comes after N
+	// (on an item N created, T's TTL is the one left); RAfterT: R compares
+	// the TTL T set.
+	MetaVerb   byte
 	Vivify     bool
 	VivifyTTL  uint32
 	HasRecache bool
 	Recache    uint32
 	Invalid    bool
 	SetTTL     bool
+	TLast      bool
+	RAfterT    bool
+	Tombstone  bool
+	Version    uint64
 	CAS0       bool // ms, md: C0, which no item's cas matches (CAS 0 is none)
 	Win        bool // result: mg handed out the item's win token (W)
+	Created    bool // result: N created the item
 
 	// Results.
 	Status kv.Status
@@ -196,40 +208,41 @@ func (c *Cmd) Exec(p *kv.Partition) {
 		c.recache(p)
 	case OpGat:
 		if c.Expired {
-			c.N, c.Meta, c.Status = p.GetItem(c.Hash, c.Key, c.Out)
+			c.get(p)
 			if c.Status == kv.StatusTooLarge {
 				if !c.grow() {
 					c.postpone()
 					return
 				}
-				c.N, c.Meta, c.Status = p.GetItem(c.Hash, c.Key, c.Out)
+				c.get(p)
 			}
 			if c.Status == kv.StatusOK {
 				p.Delete(c.Hash, c.Key)
 			}
 			return
 		}
-		c.N, c.Meta, c.Status = p.GetAndTouch(c.Hash, c.Key, c.Out, c.TTL)
+		c.getTouch(p)
 		if c.Status == kv.StatusTooLarge { // as OpGet: a too long value is not touched yet
 			if !c.grow() {
 				c.postpone()
 				return
 			}
-			c.N, c.Meta, c.Status = p.GetAndTouch(c.Hash, c.Key, c.Out, c.TTL)
+			c.getTouch(p)
 		}
 		c.recache(p)
 	case OpStore:
-		if c.Invalid && c.staleStore(p) || c.CAS0 && c.noCAS0(p) {
+		if c.MetaVerb == 's' {
+			c.metaStore(p)
 			return
 		}
-		c.Meta.Version, c.Status = p.Store(c.Hash, c.Key, c.Value, c.TTL, c.Flags, c.Mode, c.CAS)
-		if c.Expired && c.Status == kv.StatusOK ||
-			c.Mode == kv.StoreSet && c.CAS == 0 && (c.Status == kv.StatusTooLarge || c.Status == kv.StatusNoMemory) {
-			p.Delete(c.Hash, c.Key) // a failed set leaves no older value, as memcached
-		}
+		c.store(p, c.CAS)
 	case OpDelete:
 		c.delete(p)
 	case OpIncr:
+		if c.MetaVerb == 'a' {
+			c.metaArith(p)
+			return
+		}
 		c.Num, c.Meta.Version, c.Status = p.Incr(c.Hash, c.Key, c.Delta, c.Decr, c.Create, c.Initial, c.TTL, c.Flags)
 	case OpTouch:
 		if c.Expired {
@@ -254,6 +267,34 @@ func (c *Cmd) get(p *kv.Partition) {
 		return
 	}
 	c.N, c.Meta, c.Status = p.GetItem(c.Hash, c.Key, c.Out)
+}
+
+// getTouch is OpGat's read: GetAndTouch, or with Peek a read and a
+// Retime, which leave the item unmarked.
+func (c *Cmd) getTouch(p *kv.Partition) {
+	if !c.Peek {
+		c.N, c.Meta, c.Status = p.GetAndTouch(c.Hash, c.Key, c.Out, c.TTL)
+		return
+	}
+	c.N, c.Meta, c.Status = p.PeekItem(c.Hash, c.Key, c.Out)
+	if c.Status == kv.StatusOK {
+		p.Retime(c.Hash, c.Key, c.TTL)
+	}
+}
+
+// store is OpStore's write with compare-and-swap cas.
+func (c *Cmd) store(p *kv.Partition, cas uint64) {
+	c.Meta.Version, c.Status = p.Store(c.Hash, c.Key, c.Value, c.TTL, c.Flags, c.Mode, cas)
+	switch {
+	case c.Expired && c.Status == kv.StatusOK:
+		p.Delete(c.Hash, c.Key)
+	case c.Mode == kv.StoreSet && cas == 0 && (c.Status == kv.StatusTooLarge || c.Status == kv.StatusNoMemory):
+		p.Delete(c.Hash, c.Key) // a failed set leaves no older value, as memcached
+	case (c.Mode == kv.StoreAppend || c.Mode == kv.StorePrepend) && c.Status == kv.StatusTooLarge:
+		// The value fit (the connection checked), the item it would
+		// make does not: memcached answers that it was not stored.
+		c.Status = kv.StatusNotStored
+	}
 }
 
 // postpone leaves the command, and the rest of its partition's batch, to the

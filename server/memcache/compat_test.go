@@ -164,7 +164,7 @@ func TestMetaCommands(t *testing.T) {
 		{"mg " + strings.Repeat("k", 251) + " v\r\n", "CLIENT_ERROR bad command line format\r\n"},
 		{"ms bWs= 2 b\r\nzz\r\nmg mk v\r\nmg bWs= b k v\r\n", "HD\r\nVA 2\r\nzz\r\nVA 2 kbWs= b\r\nzz\r\n"},
 		{"ms mk 2 MR q\r\nab\r\nms gone 2 MR\r\nab\r\n", "NS\r\n"},
-		{"mg mk E5\r\n", "CLIENT_ERROR invalid flag\r\n"}, // explicit cas: refused, not faked
+		{"mg mk E5 S1\r\n", "CLIENT_ERROR invalid flag\r\n"}, // E is known (metawrite_test.go), S is not
 		// C0 matches no item (no cas is 0): EX, or NF without one.
 		{"ms c0 1\r\nx\r\nms c0 1 C0\r\ny\r\nmd c0 C0\r\nms none 1 C0\r\nz\r\nmd none C0\r\nmg c0 v\r\n",
 			"HD\r\nEX\r\nEX\r\nNF\r\nNF\r\nVA 1\r\nx\r\n"},

@@ -18,17 +18,31 @@ func (c *Cmd) recache(p *kv.Partition) {
 	}
 	created := false
 	if c.Status == kv.StatusNotFound && c.Vivify {
-		if _, st := p.Store(c.Hash, c.Key, nil, c.VivifyTTL, 0, kv.StoreAdd, 0); st != kv.StatusOK {
+		ttl := c.VivifyTTL
+		if c.SetTTL && c.TLast {
+			ttl = c.TTL // T after N: its TTL is the last one set
+		}
+		if _, st := p.Store(c.Hash, c.Key, nil, ttl, 0, kv.StoreAdd, 0); st != kv.StatusOK {
 			return
+		}
+		if c.Version != 0 {
+			p.SetVersion(c.Hash, c.Key, c.Version)
 		}
 		c.N, c.Meta, c.Status = p.PeekItem(c.Hash, c.Key, c.Out)
 		created = c.Status == kv.StatusOK
+		c.Created = created
 	}
 	if c.Status != kv.StatusOK {
 		return
 	}
 	win := created
-	if c.HasRecache && !c.Meta.Won && !created && c.Meta.Expires != 0 && c.Meta.Expires-p.Now() < c.Recache {
+	// R compares the TTL left where it stands among the flags: T's, if T
+	// came first.
+	left, timed := c.Meta.Expires-p.Now(), c.Meta.Expires != 0 // p.Now() < Expires: the item is live
+	if c.SetTTL && c.RAfterT {
+		left, timed = c.TTL, c.TTL != 0
+	}
+	if c.HasRecache && !c.Meta.Won && !created && timed && left < c.Recache {
 		win = true
 	}
 	if c.Meta.Stale && !c.Meta.Won {
@@ -43,7 +57,7 @@ func (c *Cmd) recache(p *kv.Partition) {
 // over it, keeping its TTL, its stale mark and its win token; it reports
 // whether it did (else the store is an ordinary one).
 func (c *Cmd) staleStore(p *kv.Partition) bool {
-	if c.CAS == 0 && !c.CAS0 || c.Mode != kv.StoreSet {
+	if c.CAS == 0 || c.Mode != kv.StoreSet && c.Mode != kv.StoreReplace {
 		return false
 	}
 	_, old, st := p.PeekItem(c.Hash, c.Key, nil)
@@ -71,13 +85,17 @@ func (c *Cmd) noCAS0(p *kv.Partition) bool {
 	return true
 }
 
-// delete is delete and md: with I it invalidates (and with T sets the
-// TTL), with C it acts only on the item of that cas.
+// delete is delete and md: with x it empties the item (metawrite.go),
+// with I it invalidates (and with T sets the TTL), with C it acts only on
+// the item of that cas.
 func (c *Cmd) delete(p *kv.Partition) {
 	switch {
 	case c.CAS0 && c.noCAS0(p):
+	case c.Tombstone:
+		c.tombstone(p)
 	case c.Invalid && !c.Expired:
 		c.Meta.Version, c.Status = p.Invalidate(c.Hash, c.Key, c.CAS, c.SetTTL, c.TTL)
+		c.setVersion(p)
 	case c.CAS != 0:
 		_, m, st := p.PeekItem(c.Hash, c.Key, nil)
 		switch {
