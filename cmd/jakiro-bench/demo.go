@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/jakiro-kv/jakiro/client"
+	"github.com/jakiro-kv/jakiro/fabric/fabricbench"
 )
 
 // demo: one server on shm, the paper's workload (16 B keys, 32 B values,
@@ -69,6 +70,8 @@ func runDemo(e *env, window int, fetchDelay time.Duration, so serverOpts) error 
 	if err != nil {
 		return err
 	}
+	e.logf("  echo floor: 1 request at a time, %v ...", e.Duration)
+	echo, echoErr := e.demoEcho()
 	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "mode\tMops (window %d)\ttrips/op\tretries/op\t|\tMops (sync)\tp50 µs\tp99 µs\tp99.9 µs\ttrips/op\tretries/op\treplied\t\n", window)
@@ -83,7 +86,29 @@ func runDemo(e *env, window int, fetchDelay time.Duration, so serverOpts) error 
 		fmt.Printf("\nrfp/reply throughput: %.2fx pipelined, %.2fx synchronous\n",
 			rows[0].tput.Mops/rows[1].tput.Mops, rows[0].sync.Mops/max(rows[1].sync.Mops, 1e-9))
 	}
+	if echoErr != nil {
+		fmt.Printf("echo floor: not measured (%v)\n", echoErr)
+	} else if len(rows) > 0 && echo.P50 > 0 {
+		fmt.Printf("echo floor (a 32 B request through a process that copies it back, nothing of Jakiro): p50 %.2f µs, p99 %.2f µs; rfp (the default on shm) p50 = %.2fx the floor\n",
+			echo.P50, echo.P99, rows[0].sync.P(50)/echo.P50)
+	}
 	fmt.Println("trips/op = fabric operations (request WRITEs + fetch READs) per request; retries/op = fetch READs that found no result yet.")
 	fmt.Println("On shm both sides are CPUs copying shared memory, so the NIC asymmetry RFP exploits is absent: see results/README.md.")
 	return nil
+}
+
+// demoEcho measures the echo floor on shm for as long as a mode's
+// latency (fabricbench's echo target, as onebyone's).
+func (e *env) demoEcho() (oneByOneSample, error) {
+	addr, cleanup, err := fabricAddr("shm")
+	if err != nil {
+		return oneByOneSample{}, err
+	}
+	defer cleanup()
+	t, err := fabricbench.StartEcho(addr)
+	if err != nil {
+		return oneByOneSample{}, err
+	}
+	defer t.Stop()
+	return e.echoPoint(addr)
 }
