@@ -23,7 +23,8 @@ import (
 // and N act where they stand among the flags: a t before them reports the
 // TTL before they set it (on an item N created, -1), and of T and N on a
 // created item the last one sets its TTL; mg's R compares the TTL T set
-// if T came first. q hides HD (and mg's EN); errors always come; an
+// if T came first. q hides mg's EN and the others' success (HD, ma's VA
+// too), not mg's HD or VA; errors always come; an
 // answer that is not HD carries only k and O (and ms's c as c0).
 //
 // h and l report the item's fetched bit and seconds since its last access
@@ -82,10 +83,11 @@ func metaSize(t [][]byte) (int64, bool) {
 	return size, ok && size >= 0
 }
 
-// parseInt32 parses a signed 32-bit decimal (memcached's safe_strtol).
+// parseInt32 parses a decimal as memcached's safe_strtol: a 64-bit
+// number, cut to its low 32 bits.
 func parseInt32(b []byte) (int64, bool) {
 	v, ok := parseInt(b)
-	return v, ok && v >= -1<<31 && v < 1<<31
+	return int64(int32(v)), ok
 }
 
 // asciiMeta parses a meta command (t[0] is mg, ms, md, ma, me or mn).
@@ -432,12 +434,10 @@ func (c *conn) answerMeta(q *request) {
 			w.WriteString("\r\n")
 			return
 		}
-		if !q.quiet {
-			w.WriteString("HD")
-			c.metaFlags(q, m, false)
-			c.recacheFlags(m)
-			w.WriteString("\r\n")
-		}
+		w.WriteString("HD") // memcached's mg q hides only EN
+		c.metaFlags(q, m, false)
+		c.recacheFlags(m)
+		w.WriteString("\r\n")
 	case 'a':
 		if q.quiet {
 			return // memcached's ma q hides a success, its number too

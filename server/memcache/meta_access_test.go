@@ -18,7 +18,7 @@ func TestMetaHitBefore(t *testing.T) {
 		{"ms he 1\r\nx\r\nmg he h u\r\nmg he h\r\n", "HD\r\nHD h0\r\nHD h0\r\n"},
 		{"ms hg 1\r\nx\r\nget hg\r\nmg hg h\r\n", "HD\r\nVALUE hg 0 1\r\nx\r\nEND\r\nHD h1\r\n"},
 		{"ms ht 1\r\nx\r\ntouch ht 0\r\nmg ht h\r\n", "HD\r\nTOUCHED\r\nHD h1\r\n"},
-		{"ms hq 1\r\nx\r\nmg hq h q\r\nmg hq h q v\r\nmn\r\n", "HD\r\nVA 1 h1\r\nx\r\nMN\r\n"}, // q hides HD, not VA
+		{"ms hq 1\r\nx\r\nmg hq h q\r\nmg hq h q v\r\nmn\r\n", "HD\r\nHD h0\r\nVA 1 h1\r\nx\r\nMN\r\n"}, // q hides EN only
 		{"mg nokey h\r\n", "EN\r\n"},
 	} {
 		c.send(tc.in)
@@ -82,7 +82,7 @@ func TestMetaLastAccessNotKept(t *testing.T) {
 	d := startDoor(t, Config{}, newTestBackendTimes(t, 1, false, false))
 	c := dialDoor(t, d)
 	c.send("ms k 1\r\nx\r\nmg k h\r\nmg k l v\r\nmg k h q\r\nmn\r\n")
-	c.expect("HD\r\nHD h0\r\nCLIENT_ERROR last access times not kept (kv.Config.AccessTimes)\r\nMN\r\n")
+	c.expect("HD\r\nHD h0\r\nCLIENT_ERROR last access times not kept (kv.Config.AccessTimes)\r\nHD h1\r\nMN\r\n")
 	c.send("me k\r\n")
 	c.expect("ME k exp=-1 cas=")
 }

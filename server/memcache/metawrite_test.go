@@ -102,3 +102,89 @@ func TestMetaExplicitCAS(t *testing.T) {
 		{"mg e1 E0 v\r\nms e5 1 E0\r\nz\r\nmd e1 E0\r\n", strings.Repeat("CLIENT_ERROR E0: the door keeps no cas of 0\r\n", 3)},
 	})
 }
+
+// md x replaces the value by an empty one, keeping the item's cas, with
+// F's flags and T's TTL (none without T); with I the empty item is then
+// stale, with a new cas or E's (memcached 1.6.27 on; 1.6.18 refused x).
+func TestMetaDeleteValue(t *testing.T) {
+	c := dialDoor(t, startDoor(t, Config{}, newTestBackend(t, 2, false)))
+	runMeta(t, c, []metaCase{
+		{"ms x1 3 F5 T100 E40\r\nabc\r\nmd x1 x\r\nmg x1 s f t c v\r\n", "HD\r\nHD\r\nVA 0 s0 f0 t-1 c40\r\n\r\n"},
+		{"md x1 x T50 F7 I E41\r\nmg x1 s f t c v\r\n", "HD\r\nVA 0 s0 f7 t50 c41 X W\r\n\r\n"},
+		{"md x2 x\r\nmd x1 x C1\r\nmd x1 x C41 q k\r\nmg x1 c h\r\n", "NF\r\nEX\r\nHD c41 h0\r\n"}, // a new item: not stale, not read
+		{"md x1 x E42 O9\r\nmg x1 c\r\nmd x1 x T-1\r\nmg x1 v\r\n", "HD O9\r\nHD c42\r\nHD\r\nEN\r\n"},
+	})
+}
+
+// ma as memcached 1.6.18 answers it: C (not 0) compares before the number
+// is read, an empty value is no number, N creates a missing item (C
+// unchecked), T sets the TTL after it, t and c report, q hides a success,
+// its number too (and, as memcached 1.6.40 on, a creation's).
+func TestMetaArith(t *testing.T) {
+	c := dialDoor(t, startDoor(t, Config{}, newTestBackend(t, 2, false)))
+	runMeta(t, c, []metaCase{
+		{"ma z1 T60 t\r\nma z1 C5 v\r\nma z1 C5 N0 v O3 k\r\n", "NF\r\nNF\r\nVA 1 O3 kz1\r\n0\r\n"},
+		// (memcached loses T when the number grows a digit: it sets the
+		// TTL of the item it replaced; the door keeps it.)
+		{"ma z1 C0 v q\r\nma z1 MD v\r\nma z1 MI D5 T100 v t\r\nmg z1 v t\r\nmn\r\n", "VA 1\r\n0\r\nVA 1 t100\r\n5\r\nVA 1 t100\r\n5\r\nMN\r\n"},
+		{"ms z2 1 T100\r\n5\r\nma z2 T0 t\r\nmg z2 t\r\n", "HD\r\nHD t-1\r\nHD t-1\r\n"},
+		{"ms z3 0\r\n\r\nma z3 C99 v\r\nma z3 N0 v\r\n", "HD\r\n" + strings.Repeat("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n", 2)},
+		{"ms z4 1 E7\r\nx\r\nma z4 q\r\nma z4 q k O1 C99\r\nma z4 C7 s f h l u v\r\nmn\r\n", "HD\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\nEX kz4 O1\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\nMN\r\n"},
+		{"ma z5 N0 J7 q\r\nmg z5 v h\r\nma z5 c E9 v h s\r\n", "VA 1 h0\r\n7\r\nVA 1 c9\r\n8\r\n"},
+		{"ms z6 1\r\n5\r\nma z6 T-1\r\nmg z6 v\r\n", "HD\r\nHD\r\nEN\r\n"},
+	})
+}
+
+// Every meta command takes every flag memcached 1.6.18's parser knows and
+// ignores those it has no use for; its errors are memcached's, by flag
+// (the last one's), by command and for too many flags.
+func TestMetaFlagsEverywhere(t *testing.T) {
+	c := dialDoor(t, startDoor(t, Config{}, newTestBackend(t, 2, false)))
+	runMeta(t, c, []metaCase{
+		{"mg z7 v F5 M1 J1 D1 I P L\r\nms z7 1 v h l u R1 J1 D1 P L\r\nx\r\nmd z7 v h l u R1 N1 J1 D1 P L M1 s\r\n", "EN\r\nHD\r\nHD\r\n"},
+		{"ma z8 s f h l u R1 F1 I P L\r\nmg z8 v\r\nmg z7 v\r\n", "NF\r\nEN\r\nEN\r\n"},
+		{"ms e1 1 Tabc\r\nx\r\nms e1 1 MAB\r\nx\r\nmg e1 MAB\r\nmd e1 MAB\r\nma e1 MAB\r\n",
+			"CLIENT_ERROR bad token in command line format\r\nCLIENT_ERROR incorrect length for M token\r\nCLIENT_ERROR incorrect length for M token\r\n" +
+				"CLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\n"},
+		{"ms e1 1 Cx\r\nx\r\nmd e1 Cx\r\nmg e1 Cx\r\nms e1 1 Nx\r\nx\r\nms e1 1 Fx\r\nx\r\n",
+			"CLIENT_ERROR bad token in command line format\r\nCLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR bad token in command line format\r\n" +
+				"CLIENT_ERROR bad token in command line format\r\nCLIENT_ERROR bad command line format\r\n"},
+		{"mg e2 Jx\r\nmg e2 Dx\r\nma e2 Jx\r\nmg e2 Rx\r\nms e2 1 Rx\r\nx\r\n",
+			"CLIENT_ERROR invalid numeric initial value\r\nCLIENT_ERROR invalid numeric delta value\r\nCLIENT_ERROR invalid or duplicate flag\r\n" +
+				"CLIENT_ERROR bad token in command line format\r\nCLIENT_ERROR bad token in command line format\r\n"},
+		{"mg e2 Fx Tx\r\nmg e2 Tx Fx\r\nmg e2 Jx Tx\r\nmg e2 Tx zz\r\nmg e2 T99999999999999999999\r\n",
+			strings.Repeat("CLIENT_ERROR bad token in command line format\r\n", 3) + "CLIENT_ERROR invalid flag\r\nCLIENT_ERROR bad token in command line format\r\n"},
+		// memcached cuts a TTL to 32 bits: 99999999999 is 1215752191, a
+		// Unix time long past.
+		{"ms e3 1\r\nx\r\nmg e3 T99999999999\r\nmg e3 v\r\n", "HD\r\nHD\r\nEN\r\n"},
+		{"mg k s t c f h l v k O1 q u T1 N1 R1 C1 F1 M1 J1\r\nmd k s t c f h l v k O1 q u T1 N1 R1 C1 F1 M1 J1\r\nms k 1 s t c f h l v k O1 u T1 N1 R1 C1 F1 MS J1\r\nx\r\n",
+			"CLIENT_ERROR options flags are too long\r\n" + strings.Repeat("CLIENT_ERROR options flags too long\r\n", 2)},
+		{"mg k s t c f h l v k O1 q u T1 N1 R1 C9999 F1 E5\r\n", "VA 0 s0 t-1 c5 f0 h0 l0 kk O1 W\r\n\r\n"}, // 17 flags: taken
+	})
+}
+
+// An ms too large for the cache removes its key whatever its mode, as
+// memcached's; an append whose item would be is not stored (NS, and
+// NOT_STORED for the ascii append), as memcached 1.6.18 answers.
+func TestMetaTooLarge(t *testing.T) {
+	c := dialDoor(t, startDoor(t, Config{}, newTestBackend(t, 2, false))) // 64 KiB values
+	big := strings.Repeat("a", 40000)
+	huge := strings.Repeat("b", 70000)
+	runMeta(t, c, []metaCase{
+		{"set tl1 0 0 40000\r\n" + big + "\r\nappend tl1 0 0 40000\r\n" + big + "\r\nms tl1 40000 MA\r\n" + big + "\r\nmg tl1 s\r\n",
+			"STORED\r\nNOT_STORED\r\nNS\r\nHD s40000\r\n"},
+		{"ms tl1 70000 MA\r\n" + huge + "\r\nmg tl1 s\r\nms tl2 1\r\nx\r\nms tl2 70000 ME C5\r\n" + huge + "\r\nmg tl2 s\r\n",
+			"SERVER_ERROR object too large for cache\r\nEN\r\nHD\r\nSERVER_ERROR object too large for cache\r\nEN\r\n"},
+	})
+}
+
+// me reads a b right after the key and ignores anything else, as
+// memcached 1.6.18; a key that does not decode is a bad command line.
+func TestMetaDebugTokens(t *testing.T) {
+	c := dialDoor(t, startDoor(t, Config{}, newTestBackend(t, 1, false)))
+	runMeta(t, c, []metaCase{
+		{"ms me1 1 E5\r\nx\r\nme me1 x\r\nme me1 b\r\nme me1 v v\r\nme bWUx b\r\n",
+			"HD\r\n" + strings.Repeat("ME me1 exp=-1 la=0 cas=5 fetch=no size=1\r\n", 1) + "CLIENT_ERROR bad command line format\r\n" +
+				strings.Repeat("ME me1 exp=-1 la=0 cas=5 fetch=no size=1\r\n", 2)},
+	})
+}

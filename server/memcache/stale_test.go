@@ -49,11 +49,11 @@ func TestMetaRecache(t *testing.T) {
 	c.expect("HD\r\nHD t300\r\nEN\r\n")
 	b.skew.Add(200) // 100 s left: under R130
 	c.send("mg needwin t R130\r\nmg needwin t R130 q\r\nmg needwin t R130 k\r\n")
-	c.expect("HD t100 W\r\nHD t100 kneedwin Z\r\n")
+	c.expect("HD t100 W\r\nHD t100 Z\r\nHD t100 kneedwin Z\r\n")
 }
 
 // mg C sends no value while the item's cas is C's (memcached's t/metaget.t,
-// "va_set"): HD then, VA once it changed.
+// "va_set"): HD then, VA once it changed; q hides neither.
 func TestMetaGetIfChanged(t *testing.T) {
 	d := startDoor(t, Config{}, newTestBackend(t, 1, false))
 	c := dialDoor(t, d)
@@ -64,5 +64,5 @@ func TestMetaGetIfChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.send(fmt.Sprintf("mg va_set C%d v c\r\nmg va_set C99999 v c\r\nmg va_set C%d v q\r\nmn\r\n", cas, cas))
-	c.expect(fmt.Sprintf("HD c%d\r\nVA 2 c%d\r\nva\r\nMN\r\n", cas, cas))
+	c.expect(fmt.Sprintf("HD c%d\r\nVA 2 c%d\r\nva\r\nHD\r\nMN\r\n", cas, cas))
 }
