@@ -18,6 +18,7 @@ func TestMain(m *testing.M) {
 	serveChildIfRequested()
 	loadChildIfRequested()
 	joinChildIfRequested()
+	joinSpawnerIfRequested()
 	holdIdleIfRequested()
 	hogIfRequested()
 	os.Exit(m.Run())

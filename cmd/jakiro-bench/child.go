@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jakiro-kv/jakiro/client"
@@ -44,6 +45,9 @@ type serverOpts struct {
 	// Memcached also serves the memcached door (package server/memcache)
 	// on a free loopback port (serverProc.DoorAddr).
 	Memcached bool `json:"memcached"`
+	// OwnSession starts the server as the leader of a session of its own,
+	// as a daemon runs (its own autogroup: see envJoinSpawn).
+	OwnSession bool `json:"-"`
 }
 
 // machineProcs as serverOpts.Procs leaves the server at the machine's
@@ -180,6 +184,9 @@ func startServer(o serverOpts) (*serverProc, error) {
 		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(o.Procs))
 	}
 	cmd.Stderr = os.Stderr
+	if o.OwnSession {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

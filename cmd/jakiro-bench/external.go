@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -31,6 +32,12 @@ func freePort() (int, error) {
 // no persistence; memcached with threads worker threads (at least one, to
 // match one Jakiro partition).
 func startExternal(name string, threads int) (*extServer, error) {
+	return startExternalIn(name, threads, false)
+}
+
+// startExternalIn is startExternal, the server the leader of a session of
+// its own where ownSession is set (as serverOpts.OwnSession).
+func startExternalIn(name string, threads int, ownSession bool) (*extServer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -61,6 +68,9 @@ func startExternal(name string, threads int) (*extServer, error) {
 	// Their logs would drown the progress lines; failures to start show
 	// as a port that never opens.
 	cmd.Stdout, cmd.Stderr = nil, nil
+	if ownSession {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

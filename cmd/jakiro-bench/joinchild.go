@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,8 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jakiro-kv/jakiro/client"
@@ -172,68 +175,69 @@ func runBurst(ctx context.Context, specs []joinChildSpec, released func(time.Tim
 	}
 	defer pw.Close()
 	type child struct {
-		cmd   *exec.Cmd
 		ready chan bool
 		res   chan joinChildResult
 	}
-	children := make([]*child, 0, len(specs))
-	kill := func() {
-		for _, c := range children {
-			c.cmd.Process.Kill()
-		}
+	children := make([]*child, len(specs))
+	for i := range children {
+		children[i] = &child{ready: make(chan bool, 1), res: make(chan joinChildResult, 1)}
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for _, s := range specs {
-		js, _ := json.Marshal(s)
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), envJoin+"="+string(js))
-		cmd.ExtraFiles = []*os.File{pr}
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err == nil {
-			err = cmd.Start()
-		}
-		if err != nil {
-			pr.Close()
-			kill()
-			return burstResult{}, fmt.Errorf("start join child %d: %w", len(children), err)
-		}
-		c := &child{cmd: cmd, ready: make(chan bool, 1), res: make(chan joinChildResult, 1)}
-		children = append(children, c)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			br := bufio.NewReader(out)
-			line, err := br.ReadString('\n')
-			c.ready <- err == nil && strings.TrimSpace(line) == "READY"
-			var r joinChildResult
-			line, err = br.ReadString('\n')
-			if err == nil {
-				err = json.Unmarshal([]byte(line), &r)
-			}
-			if err != nil {
-				r = joinChildResult{Err: fmt.Sprintf("join child: no result: %v", err)}
-			}
-			io.Copy(io.Discard, br)
-			cmd.Wait()
-			c.res <- r
-		}()
+	// The children are a spawner's, in a session of its own (burstSession).
+	js, _ := json.Marshal(specs)
+	spawner := exec.Command(os.Args[0])
+	spawner.Env = append(os.Environ(), envJoinSpawn+"=1")
+	spawner.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	spawner.ExtraFiles = []*os.File{pr}
+	spawner.Stdin = bytes.NewReader(js)
+	spawner.Stderr = os.Stderr
+	out, err := spawner.StdoutPipe()
+	if err == nil {
+		err = spawner.Start()
 	}
-	pr.Close() // the children hold it now
+	pr.Close() // the spawner and its children hold it now
+	if err != nil {
+		return burstResult{}, fmt.Errorf("start the join children's spawner: %w", err)
+	}
+	// kill ends the spawner's session: it and every child it started.
+	kill := func() { syscall.Kill(-spawner.Process.Pid, syscall.SIGKILL) }
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		relayBurst(out, func(i int, line string) {
+			if i < 0 || i >= len(children) {
+				return
+			}
+			c := children[i]
+			switch line {
+			case "READY":
+				c.ready <- true
+			case "NOTREADY":
+				c.ready <- false
+				c.res <- joinChildResult{Err: "join child: did not start"}
+			default:
+				var r joinChildResult
+				if err := json.Unmarshal([]byte(line), &r); err != nil {
+					r = joinChildResult{Err: fmt.Sprintf("join child: no result: %v", err)}
+				}
+				c.res <- r
+			}
+		})
+	}()
+	defer func() {
+		kill()
+		<-relayed
+		spawner.Wait()
+	}()
 	deadline := time.After(time.Minute)
 	for i, c := range children {
 		select {
 		case ok := <-c.ready:
 			if !ok {
-				kill()
 				return burstResult{}, fmt.Errorf("join child %d did not start", i)
 			}
 		case <-deadline:
-			kill()
 			return burstResult{}, fmt.Errorf("join children not ready after a minute")
 		case <-ctx.Done():
-			kill()
 			return burstResult{}, ctx.Err()
 		}
 	}
@@ -248,14 +252,101 @@ func runBurst(ctx context.Context, specs []joinChildSpec, released func(time.Tim
 		select {
 		case b.Results[i] = <-c.res:
 		case <-deadline:
-			kill()
-			b.Results[i] = <-c.res
-			if b.Results[i].Err == "" {
-				b.Results[i].Err = "killed after a minute"
-			}
+			b.Results[i] = joinChildResult{Err: "no result after a minute"}
 		}
 	}
 	return b, nil
+}
+
+// relayBurst reads the spawner's lines, "i line", and hands each to f.
+func relayBurst(r io.Reader, f func(i int, line string)) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		n, line, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		if i, err := strconv.Atoi(n); err == nil {
+			f(i, line)
+		}
+	}
+}
+
+// A burst's children are started by a spawner, this binary re-executed
+// as the leader of a session of its own: with the kernel's autogroups
+// (or one cgroup per service, as systemd runs them) a burst shares the
+// CPU as one group beside the server and the established client, as the
+// workers a service forks in a spike do, instead of as 256 peers of
+// every other process on the host. The spawner starts a child per spec
+// (its stdin: a JSON array), passes them the burst pipe it inherits as
+// fd 3, and relays their lines as "i line" (i: the spec's index; a child
+// that never said READY: "i NOTREADY").
+const envJoinSpawn = "JAKIRO_BENCH_JOIN_SPAWN"
+
+// joinSpawnerIfRequested runs the spawner and exits, when this process
+// is one.
+func joinSpawnerIfRequested() {
+	if os.Getenv(envJoinSpawn) == "" {
+		return
+	}
+	var specs []joinChildSpec
+	if err := json.NewDecoder(os.Stdin).Decode(&specs); err != nil {
+		fmt.Fprintln(os.Stderr, "jakiro-bench join spawner:", err)
+		os.Exit(2)
+	}
+	burst := os.NewFile(3, "burst")
+	env := make([]string, 0, len(os.Environ())+1)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, envJoinSpawn+"=") {
+			env = append(env, kv)
+		}
+	}
+	var mu sync.Mutex
+	say := func(i int, line string) {
+		mu.Lock()
+		fmt.Printf("%d %s\n", i, line)
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for i, s := range specs {
+		js, _ := json.Marshal(s)
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(env, envJoin+"="+string(js))
+		cmd.ExtraFiles = []*os.File{burst}
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "jakiro-bench join spawner: child %d: %v\n", i, err)
+			say(i, "NOTREADY")
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			br := bufio.NewReader(out)
+			line, err := br.ReadString('\n')
+			if err != nil || strings.TrimSpace(line) != "READY" {
+				say(i, "NOTREADY")
+			} else {
+				say(i, "READY")
+				line, err = br.ReadString('\n')
+				if err != nil {
+					b, _ := json.Marshal(joinChildResult{Err: fmt.Sprintf("join child: no result: %v", err)})
+					line = string(b)
+				}
+				say(i, strings.TrimSpace(line))
+			}
+			io.Copy(io.Discard, br)
+			cmd.Wait()
+		}()
+	}
+	burst.Close() // the children hold it
+	wg.Wait()
+	os.Exit(0)
 }
 
 // burstStats summarise one burst.

@@ -41,6 +41,7 @@ func main() {
 	stressChildIfRequested()
 	loadChildIfRequested()
 	joinChildIfRequested()
+	joinSpawnerIfRequested()
 	holdIdleIfRequested()
 	hogIfRequested()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
