@@ -52,7 +52,11 @@
 //     client's Get as much as a get here; mg u and me read without
 //     counting. l needs kv.Config.AccessTimes (4 bytes an item), which
 //     `jakiro server --memcached` sets. Serve-stale (md and ms I, mg N
-//     and R, answered X, W, Z) is memcached's too (stale.go).
+//     and R, answered X, W, Z) is memcached's too (stale.go), and so are
+//     the meta writes' C, N, T, E and md's x (metawrite.go): every meta
+//     command takes every flag memcached 1.6 knows, T and N act where
+//     they stand among the flags, and only E0 is refused (the store keeps
+//     no cas of 0; memcached would).
 //
 // memccapable (libmemcached-tools) passes whole against it; `make test`
 // runs it (scripts/memcapable.sh).

@@ -41,6 +41,7 @@ func FuzzASCII(f *testing.F) {
 		"append-prepend": "append a 0 0 1\r\nz\r\nprepend a 0 0 1\r\nz\r\n",
 		"meta":           "ms a 3 T1 F2 c\r\nabc\r\nmg a v k O1 t s f c\r\nmd a q\r\nma n N0 J5 v\r\nme n\r\nmg YQ== b k\r\nmn\r\n",
 		"meta-stale":     "ms s 1 T9\r\nx\r\nmd s I T5\r\nmg s v N5 R9 t h l\r\nms s 1 I C1\r\ny\r\nmg s u h l c\r\nmd s C1 q\r\nmg n N-1 R-5 v\r\n",
+		"meta-write":     "ms w 1 MA N5 E9 s c\r\nx\r\nmd w x I T3 F1 E4\r\nma w t T9 N2 C4 E7 c v\r\nmg w u t T4 R9 N1 E3\r\nme w b\r\n",
 	} {
 		fuzzseed.Add(f, name, []byte(s))
 	}
