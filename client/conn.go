@@ -137,7 +137,7 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 	l := link.Welcome.Layout
 	return &conn{fc: link.Conn, ringer: ringer, watcher: watcher, eng: eng, layout: l, g: g, gather: ecfg.SoftNIC, copyReads: ecfg.CopyReads,
 		comps: make([]fabric.Completion, pollBatch), slotCall: make([]*call, l.Partitions*l.Slots),
-		fifo: make([]callQueue, l.Partitions)}, nil
+		fifo: make([]callQueue, l.Partitions), posted: link.Unreaped}, nil // the control WRITE's completion comes to the first Poll
 }
 
 // epoch is where every engine's clock counts from: one clock for all, so a

@@ -47,13 +47,13 @@ type Options struct {
 	// partitions) while the handshake completes. It must not block.
 	OnHello func()
 	// OnSetup, if set, is offered each handshaken setup on the
-	// listener's accept loop before it is queued for Accept, where the
-	// provider runs handshakes there (shm): a setup it takes (returns
-	// true) never reaches Accept, and no thread is woken between the
-	// dialer's hello and the application's answer. It must not block:
-	// the setup's Establish, with the ctx it is given (bounded), is all
-	// it may wait for. Providers that hand setups over otherwise ignore
-	// it.
+	// goroutine that read its hello (shm: often the listener's accept
+	// loop; tcp: the handshake's own) before it is queued for Accept: a
+	// setup it takes (returns true) never reaches Accept, and no thread
+	// is woken between the dialer's hello and the application's answer.
+	// It must not block: the setup's Establish, with the ctx it is given
+	// (bounded), is all it may wait for. Providers that hand setups over
+	// otherwise ignore it.
 	OnSetup func(ctx context.Context, s Setup) bool
 }
 

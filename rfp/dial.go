@@ -20,12 +20,18 @@ type DialConfig struct {
 
 // Link is a client's established connection to a server: the fabric
 // connection, the client's local region (the grant's geometry; its
-// descriptor is in the grant's control block already) and what the server
-// granted. An Engine runs the protocol over it; Conn.Close ends it.
+// descriptor is in the grant's control block already, or on its way) and
+// what the server granted. An Engine runs the protocol over it;
+// Conn.Close ends it.
 type Link struct {
 	Conn    fabric.Conn
 	Local   *fabric.Region
 	Welcome Welcome
+	// Unreaped is how many operations Dial posted whose completions it
+	// left to the Link's owner (0 or 1: the control block's WRITE, where
+	// the fabric applies WRITEs in order). Their IDs are WRITE IDs, which
+	// an Engine ignores; a driver counts them as outstanding.
+	Unreaped int
 }
 
 // Dial connects to a Jakiro server: handshake, local region, control block.
@@ -49,9 +55,19 @@ func Dial(ctx context.Context, addr string, cfg DialConfig) (*Link, error) {
 		conn.Close()
 		return nil, err
 	}
-	// The server finds reply-mode responses' destination here. Nothing
-	// else is outstanding yet, so a blocking WRITE will do.
+	// The server finds reply-mode responses' destination here.
 	n := PutControl(local.Bytes(), local.Desc())
+	if fabric.WritesInOrder(conn) {
+		// It lands before any request posted after it: no round trip
+		// for it on the join's path (the owner reaps its completion).
+		op := fabric.Op{Kind: fabric.OpWrite, ID: idWrite, Local: local, Remote: w.Grant, Len: n}
+		if err := conn.Post([]fabric.Op{op}); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("rfp: writing control block: %w", err)
+		}
+		return &Link{Conn: conn, Local: local, Welcome: w, Unreaped: 1}, nil
+	}
+	// Nothing else is outstanding yet, so a blocking WRITE will do.
 	if err := fabric.Write(conn, local, 0, w.Grant, 0, n); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("rfp: writing control block: %w", err)

@@ -13,7 +13,10 @@
 // as WRITE source and READ target, and as the target of server WRITEs in
 // reply mode. Dial sets a client's side up (handshake, local region,
 // control block) and returns it as a Link; Listener.Accept is the
-// server's side. The handshake carries one protocol Version; a peer of
+// server's side. Where the fabric applies a connection's WRITEs in order
+// (tcp: fabric.InOrderWriter) the control block's WRITE is posted and not
+// waited for, as it lands before any request: a join is the fabric's
+// connect and one exchange (hello, welcome). The handshake carries one protocol Version; a peer of
 // another version gets an error naming both (ErrVersion).
 //
 // # One operation, and k of them

@@ -59,8 +59,8 @@ type Listener struct {
 	nextID atomic.Uint32
 	live   atomic.Int64 // sessions not closed yet
 	long   *longBudget
-	// handler takes the clients whose handshake the fabric completes on
-	// its accept loop (Handle); nil: they wait for Accept.
+	// handler takes the clients whose hello the fabric read on a thread
+	// of its own (Handle); nil: they wait for Accept.
 	handler atomic.Pointer[handler]
 
 	refusing sync.WaitGroup // refusals still completing their handshake
@@ -109,10 +109,10 @@ type handler struct {
 	refused func(error)
 }
 
-// Handle makes the listener hand each client whose handshake the fabric
-// runs on its accept loop (shm: fabric.Options.OnSetup) to add on that
-// loop, welcome sent: no thread is woken between the client's hello and
-// its welcome, nor to publish it. Other clients still come from Accept.
+// Handle makes the listener hand each client whose hello the fabric read
+// on a thread of its own (fabric.Options.OnSetup: shm's accept loop, tcp's
+// handshake goroutine) to add on that thread, welcome sent: no thread is
+// woken between the client's hello and its welcome, nor to publish it. Other clients still come from Accept.
 // add and refused (a *HandshakeError) must not block. Handle(nil, nil)
 // stops it.
 func (l *Listener) Handle(add func(*Session), refused func(error)) {

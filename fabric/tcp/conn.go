@@ -60,6 +60,7 @@ type conn struct {
 	drivenAt  atomic.Int64 // nanotime of a driver's last read (drive.go)
 	armMu     sync.Mutex   // orders changes of the poller registration
 	quiet     atomic.Bool  // changed under armMu: input events off, a driver reads
+	outOn     atomic.Bool  // changed under armMu: "room to send" events on (poll.go)
 	ackDue    atomic.Int64 // staged acks wait for this nanotime, no timer (ack.go)
 
 	txMu sync.Mutex // the socket's write side
@@ -452,3 +453,7 @@ func (c *conn) Pump() {
 		c.flushDueAcks()
 	}
 }
+
+// WritesInOrder implements fabric.InOrderWriter: the peer's NIC applies
+// the frames of this one stream in the order they were sent.
+func (c *conn) WritesInOrder() bool { return true }

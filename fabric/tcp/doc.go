@@ -7,7 +7,10 @@
 //
 //   - Handshake: Dial only connects. The dialer's Setup.Establish sends a
 //     hello (magic, protocol version, queue depth, at most
-//     fabric.MaxDialData bytes of private data); the acceptor's
+//     fabric.MaxDialData bytes of private data) and waits for the answer
+//     on its own thread, in blocking syscalls bounded by the socket's
+//     timeouts (dialsock.go): the answer wakes the thread that waits, with
+//     no netpoller hand-off between; the acceptor's
 //     Listener.Accept returns a Setup whose PeerData is that data. The
 //     acceptor's Establish answers with at most fabric.MaxAcceptData bytes;
 //     its Setup.Close answers with a rejection, which the dialer's Establish
@@ -36,7 +39,10 @@
 //     goroutines blocked in epoll_wait, one per two Ps, serve the events
 //     of every connection, so threads do not grow with connections. Each
 //     event reads what the socket holds and sends what it takes; nothing
-//     waits on a socket. While a connection is busy (ops outstanding, or
+//     waits on a socket. "Room to send" events are asked for once a send
+//     leaves bytes staged, not at registration: a new connection wakes no
+//     poller thread on either side. A WRITE is applied in the order sent
+//     (fabric.InOrderWriter). While a connection is busy (ops outstanding, or
 //     bytes read within busyWindow), Poll reads the socket itself (every
 //     readEvery-th empty poll), so the thread waiting for a response
 //     takes it without a wakeup; a target busy-polling its memory does

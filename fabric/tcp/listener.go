@@ -53,7 +53,11 @@ const (
 
 func newListener(ln *net.TCPListener, o fabric.Options, bells *eventbell.Set) *listener {
 	l := &listener{o: o, bells: bells, addr: "tcp://" + ln.Addr().String()}
-	l.q = acceptq.New(ln, acceptq.Config{
+	var take acceptq.Take[*setup]
+	if o.OnSetup != nil {
+		take = func(ctx context.Context, s *setup) bool { return o.OnSetup(ctx, s) }
+	}
+	l.q = acceptq.NewTaking(ln, acceptq.Config{
 		Prefix:     "fabric/tcp",
 		MaxPending: maxPending,
 		PerSource:  maxPerSource,
@@ -63,7 +67,7 @@ func newListener(ln *net.TCPListener, o fabric.Options, bells *eventbell.Set) *l
 		ChurnRate:  churnRate,
 		ChurnBurst: churnBurst,
 		Logf:       o.Logf,
-	}, l.hello, func(s *setup) { _ = s.Close() })
+	}, l.hello, func(s *setup) { _ = s.Close() }, take)
 	return l
 }
 
@@ -87,7 +91,7 @@ func (l *listener) hello(_ context.Context, c net.Conn) (*setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := newSetup(nc, l.o, false)
+	s := newSetup(nc, l.o)
 	s.peerData, s.peerDepth, s.bells = data, depth, l.bells
 	src := sourceIP(nc)
 	s.vanished = func(cost float64) { l.q.Charge(src, cost) }

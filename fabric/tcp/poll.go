@@ -61,9 +61,11 @@ func pollerFor() (*poller, error) {
 	return pollers[int(nextPoller.Add(1))%len(pollers)], nil
 }
 
-// add registers c's socket, edge-triggered for input and for room to
-// send: the connection reads until the socket is empty, and flushes when
-// it has room again.
+// add registers c's socket, edge-triggered for input: the connection
+// reads until the socket is empty. Room to send is asked for only once a
+// send leaves bytes staged (wantWritable): registered from the start, a
+// writable socket raises an event at once, and the poller's thread would
+// be woken at every join (and every rearm) to find nothing to do.
 func (p *poller) add(c *conn) error {
 	c.token = nextToken.Add(1)
 	p.mu.Lock()
@@ -88,17 +90,37 @@ func (p *poller) remove(c *conn) {
 	p.mu.Unlock()
 }
 
-// event is c's registration: input events on or off.
+// event is c's registration: input events on or off, and room-to-send
+// events once asked for (outOn).
 func (c *conn) event(input bool) unix.EpollEvent {
 	ev := unix.EpollEvent{
-		Events: unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET,
+		Events: unix.EPOLLRDHUP | unix.EPOLLET,
 		Fd:     int32(uint32(c.token)),
 		Pad:    int32(uint32(c.token >> 32)),
 	}
 	if input {
 		ev.Events |= unix.EPOLLIN
 	}
+	if c.outOn.Load() {
+		ev.Events |= unix.EPOLLOUT
+	}
 	return ev
+}
+
+// wantWritable turns c's room-to-send events on, for good: a send left
+// bytes staged. The modification raises an event if there is room by
+// now, so none is lost between the short send and this call.
+func (c *conn) wantWritable() {
+	if c.outOn.Load() {
+		return
+	}
+	c.armMu.Lock()
+	if !c.outOn.Load() && !c.dead.Load() && c.fd >= 0 {
+		c.outOn.Store(true)
+		ev := c.event(!c.quiet.Load())
+		_ = unix.EpollCtl(c.p.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
+	}
+	c.armMu.Unlock()
 }
 
 func (p *poller) loop() {

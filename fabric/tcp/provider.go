@@ -8,8 +8,6 @@ import (
 
 	"github.com/jakiro-kv/jakiro/fabric"
 	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
-	"github.com/jakiro-kv/jakiro/fabric/internal/fdhint"
-	"golang.org/x/sys/unix"
 )
 
 func init() { fabric.Register("tcp", provider{}) }
@@ -42,7 +40,9 @@ func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("fabric/tcp: %s names no host, which would listen on every interface: use tcp://127.0.0.1:%s for this machine only, or tcp://0.0.0.0:%s to mean every interface", u, u.Port(), u.Port())
 	}
-	ln, err := net.Listen("tcp", hp)
+	// No keepalive of Go's own on accepted sockets: tune sets the fabric's.
+	lc := net.ListenConfig{KeepAlive: -1}
+	ln, err := lc.Listen(context.Background(), "tcp", hp)
 	if err != nil {
 		return nil, fmt.Errorf("fabric/tcp: %w", err)
 	}
@@ -71,42 +71,22 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 	if err != nil {
 		return nil, err
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", hp)
+	ds, err := dialFD(ctx, hp)
 	if err != nil {
-		return nil, fmt.Errorf("fabric/tcp: %w", fdhint.Explain(err))
-	}
-	nc := c.(*net.TCPConn)
-	if err := tune(nc); err != nil {
-		_ = nc.Close()
 		return nil, err
 	}
-	return newSetup(nc, o, true), nil
+	return newDialSetup(ds, o), nil
 }
 
-// tune sets what the fabric needs of a socket: no Nagle delay (a batch is
-// one write already), and prompt detection of a vanished peer host.
+// tune sets what the fabric needs of a socket (tuneFD) on an accepted one.
 func tune(nc *net.TCPConn) error {
-	if err := nc.SetNoDelay(true); err != nil {
-		return fmt.Errorf("fabric/tcp: TCP_NODELAY: %w", err)
-	}
-	if err := nc.SetKeepAliveConfig(net.KeepAliveConfig{
-		Enable: true, Idle: KeepAliveIdle, Interval: KeepAliveInterval, Count: KeepAliveCount,
-	}); err != nil {
-		return fmt.Errorf("fabric/tcp: keepalive: %w", err)
-	}
 	rc, err := nc.SyscallConn()
 	if err != nil {
 		return fmt.Errorf("fabric/tcp: %w", err)
 	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(UserTimeout.Milliseconds()))
-	}); err != nil {
+	var terr error
+	if err := rc.Control(func(fd uintptr) { terr = tuneFD(int(fd)) }); err != nil {
 		return fmt.Errorf("fabric/tcp: %w", err)
 	}
-	if serr != nil {
-		return fmt.Errorf("fabric/tcp: TCP_USER_TIMEOUT: %w", serr)
-	}
-	return nil
+	return terr
 }

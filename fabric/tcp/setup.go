@@ -18,7 +18,8 @@ import (
 // setup is a connection whose socket and domain exist and whose handshake
 // is not done.
 type setup struct {
-	nc        *net.TCPConn
+	nc        *net.TCPConn // acceptor
+	ds        *dialSock    // dialer
 	d         *domain
 	o         fabric.Options
 	dialer    bool
@@ -37,8 +38,21 @@ const (
 	setupClosed
 )
 
-func newSetup(nc *net.TCPConn, o fabric.Options, dialer bool) *setup {
-	return &setup{nc: nc, d: newDomain(o.DomainSize), o: o, dialer: dialer}
+func newSetup(nc *net.TCPConn, o fabric.Options) *setup {
+	return &setup{nc: nc, d: newDomain(o.DomainSize), o: o}
+}
+
+func newDialSetup(ds *dialSock, o fabric.Options) *setup {
+	return &setup{ds: ds, d: newDomain(o.DomainSize), o: o, dialer: true}
+}
+
+// closeSock closes the socket of a setup that did not establish.
+func (s *setup) closeSock() {
+	if s.dialer {
+		s.ds.close()
+		return
+	}
+	_ = s.nc.Close()
 }
 
 func (s *setup) Alloc(size int) (*fabric.Region, error) { return s.d.alloc(size) }
@@ -58,7 +72,7 @@ func (s *setup) Close() error {
 		_ = s.nc.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = s.nc.Write(putHS(nil, kindReject, 0, nil))
 	}
-	_ = s.nc.Close()
+	s.closeSock()
 	s.d.closeAll()
 	return nil
 }
@@ -75,37 +89,19 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 	case setupClosed:
 		return nil, fabric.ErrClosed
 	}
-	// The context bounds the handshake through the socket's deadline,
-	// and so does a bound of our own: the acceptor's answer is small and
-	// the dialer's wait is for the listener's application to Accept.
-	bound := dialWait
-	if !s.dialer {
-		bound = s.o.SendTimeout
-	}
-	dl := time.Now().Add(bound)
-	if cdl, ok := ctx.Deadline(); ok && cdl.Before(dl) {
-		dl = cdl
-	}
-	_ = s.nc.SetDeadline(dl)
-	stop := context.AfterFunc(ctx, func() { _ = s.nc.SetDeadline(time.Unix(1, 0)) })
 	var c *conn
 	var err error
 	if s.dialer {
-		c, err = s.dial(data)
+		c, err = s.dial(ctx, data)
 	} else {
-		c, err = s.accept(data)
-	}
-	if !stop() && err == nil {
-		// The context ended as we finished; the deadline may be set.
-		c.Close()
-		c, err = nil, ctx.Err()
+		c, err = s.acceptBounded(ctx, data)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("fabric/tcp: handshake: %w", ctx.Err())
 		}
 		s.state = setupClosed
-		_ = s.nc.Close()
+		s.closeSock()
 		s.d.closeAll()
 		return nil, err
 	}
@@ -113,16 +109,56 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 	return c, nil
 }
 
-// dial sends the hello and reads the acceptor's answer.
-func (s *setup) dial(data []byte) (*conn, error) {
-	if _, err := s.nc.Write(putHS(nil, kindHello, s.o.QueueDepth, data)); err != nil {
+// acceptBounded answers the hello within ctx and SendTimeout (the
+// answer is small: only a peer that stopped reading makes it wait).
+func (s *setup) acceptBounded(ctx context.Context, data []byte) (*conn, error) {
+	dl := time.Now().Add(s.o.SendTimeout)
+	if cdl, ok := ctx.Deadline(); ok && cdl.Before(dl) {
+		dl = cdl
+	}
+	_ = s.nc.SetDeadline(dl)
+	stop := context.AfterFunc(ctx, func() { _ = s.nc.SetDeadline(time.Unix(1, 0)) })
+	c, err := s.accept(data)
+	if !stop() && err == nil {
+		// The context ended as we finished; the deadline may be set.
+		c.Close()
+		c, err = nil, ctx.Err()
+	}
+	return c, err
+}
+
+// dial sends the hello and reads the acceptor's answer on the calling
+// thread (dialsock.go), within ctx and dialWait: the dialer's wait is
+// for the listener's application to answer.
+func (s *setup) dial(ctx context.Context, data []byte) (*conn, error) {
+	ds := s.ds
+	if err := ds.bound(ctx); err != nil {
+		return nil, err
+	}
+	ds.watch(ctx)
+	nc := ds.conn()
+	if _, err := nc.Write(putHS(nil, kindHello, s.o.QueueDepth, data)); err != nil {
 		return nil, fmt.Errorf("%w: sending hello: %v", fabric.ErrPeerGone, err)
 	}
-	reply, depth, err := readReply(s.nc)
+	reply, depth, err := readReply(nc)
 	if err != nil {
 		return nil, err
 	}
-	return s.establish(reply, depth, nil)
+	fd, ok := ds.release()
+	if !ok {
+		_ = unix.Close(fd)
+		return nil, ctx.Err()
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("fabric/tcp: non-blocking mode: %w", err)
+	}
+	c, err := newConn(fd, s.d, s.o, reply, depth, nil, nil)
+	if err != nil {
+		_ = unix.Close(fd)
+		return nil, err
+	}
+	return c, nil
 }
 
 // readReply is the dialer's side of the acceptor's answer. It reads

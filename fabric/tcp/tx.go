@@ -149,6 +149,7 @@ func (c *conn) flushLocked() error {
 	if t.start > len(t.buf)/2 {
 		t.slide()
 	}
+	c.wantWritable() // txMu before armMu, as in CloseBy
 	if !t.armed {
 		t.armed = true
 		if t.timer == nil {

@@ -12,7 +12,9 @@
 //     source is not paced), the accept loop runs the handshake itself:
 //     starting a goroutine wakes a thread, tens of microseconds of a join on
 //     a small machine. Should the setup then find no room among the ready
-//     ones, the wait for room goes to a goroutine.
+//     ones, the wait for room goes to a goroutine. A Take (NewTaking) is
+//     offered each handshaken setup on the goroutine that ran its
+//     handshake, so the thread the hello woke answers it.
 //   - At most Config.MaxPending handshakes run at once, and at most
 //     Config.PerSource of them from one source (Config.Source, e.g. the
 //     peer's IP address). A new socket past either cap evicts the oldest

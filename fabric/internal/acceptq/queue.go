@@ -46,14 +46,16 @@ type Config struct {
 	Arrived func(net.Conn) bool
 }
 
-// Take, if set, is offered each setup whose handshake ran inline on the
-// accept loop (Config.Arrived), before it is queued for Accept; a setup it
-// takes is its own. ctx bounds what it waits for (the handshake's timeout,
+// Take, if set, is offered each handshaken setup on the goroutine that ran
+// its handshake (the accept loop's, Config.Arrived, or its own), before it
+// is queued for Accept; a setup it takes is its own. The thread that read
+// the hello is awake and answers it: no hand-off to Accept's goroutine on
+// the join's path. ctx bounds what it waits for (the handshake's timeout,
 // and takeTimeout).
 type Take[S any] func(ctx context.Context, s S) bool
 
-// takeTimeout bounds a Take on the accept loop: it waits on nothing but
-// a send to a socket it has just read, which does not block.
+// takeTimeout bounds a Take: it waits on nothing but a send to a socket
+// it has just read, which does not block.
 const takeTimeout = 100 * time.Millisecond
 
 func (c Config) withDefaults() Config {
@@ -279,7 +281,7 @@ func (q *Queue[S]) handshake(ctx context.Context, e *entry, c net.Conn, wait tim
 	// The setup now waits for Accept: from here the application decides
 	// how long the dialer waits, within the handshake's bound.
 	_ = c.SetDeadline(time.Time{})
-	if inline && q.take != nil {
+	if q.take != nil {
 		tctx, cancel := context.WithTimeout(ctx, takeTimeout)
 		took := q.take(tctx, s)
 		cancel()
