@@ -48,6 +48,9 @@ type env struct {
 	// join burst's process count.
 	Fabrics   []string
 	JoinProcs int
+	// join: the burst, each server and this process each in a session of
+	// its own (envJoinSpawn).
+	JoinSessions bool
 }
 
 func commonFlags() []cli.Flag {
@@ -70,6 +73,7 @@ func commonFlags() []cli.Flag {
 		&cli.IntFlag{Name: "ext-threads", Value: 1, Usage: "compare, comparetcp: memcached worker threads (-t)"},
 		&cli.StringFlag{Name: "fabric", Usage: "onebyone, join: fabrics, comma-separated: shm, tcp (default: onebyone shm,tcp; join shm)"},
 		&cli.IntFlag{Name: "join-procs", Value: 256, Usage: "join: processes in the burst, each joining once"},
+		&cli.BoolFlag{Name: "join-sessions", Usage: "join: the burst (one spawner's children) and each server in a session of its own, as services run under autogroups or cgroups; off: every process a peer in the CPU's fair share, as the issue measured"},
 		&cli.DurationFlag{Name: "quiet-wait", Value: 45 * time.Second, Usage: "before each experiment, wait up to this long for the machine to be 80% idle"},
 	}
 }
@@ -102,7 +106,7 @@ func newEnv(c *cli.Context) (*env, error) {
 	if s := c.String("compare-systems"); s != "" {
 		systems = strings.Split(s, ",")
 	}
-	return &env{Fabrics: fabrics, JoinProcs: c.Int("join-procs"), ScaleParts: parts, ScaleProcs: c.Int("scale-procs"), ScaleLoads: loads,
+	return &env{Fabrics: fabrics, JoinProcs: c.Int("join-procs"), JoinSessions: c.Bool("join-sessions"), ScaleParts: parts, ScaleProcs: c.Int("scale-procs"), ScaleLoads: loads,
 		ClientMode: mode, CompareSystems: systems, YCSBThreads: threads, ExtThreads: c.Int("ext-threads"), Ctx: c.Context, Out: c.String("out"), Addr: c.String("addr"), Duration: c.Duration("duration"),
 		Warmup: c.Duration("warmup"), Keys: c.Int("keys"), Partitions: c.Int("partitions"), Quick: c.Bool("quick"), Reps: max(1, c.Int("reps")),
 		QuietWait: c.Duration("quiet-wait"), M: getMachineInfo(), Log: os.Stdout}, nil

@@ -54,7 +54,7 @@ func runJoin(e *env) error {
 	pids := map[string]int{}
 	for _, fab := range fabrics {
 		o := defaultsServer
-		o.OwnSession = true // a daemon, apart from the burst and the established client
+		o.OwnSession = e.JoinSessions // a daemon, apart from the burst and the established client
 		if fab == "tcp" {
 			o.Listen = loopbackTCP
 		}
@@ -69,7 +69,7 @@ func runJoin(e *env) error {
 		addrs[fab], pids[fab] = p.Addr, p.cmd.Process.Pid
 	}
 	mcNote := fmt.Sprintf("memcached: memcached -t %d -m 512 -U 0 on 127.0.0.1, started for this run, %d keys set before the bursts; each child connects, sends one get, reads the value and END, closes", max(1, e.ExtThreads), burstKeys)
-	mc, err := startExternalIn("memcached", e.ExtThreads, true)
+	mc, err := startExternalIn("memcached", e.ExtThreads, e.JoinSessions)
 	if err != nil {
 		e.logf("!! memcached skipped: %v", err)
 		mcNote = fmt.Sprintf("memcached: skipped (%v)", err)
@@ -139,7 +139,7 @@ func runJoin(e *env) error {
 // to finish their disconnects.
 func (e *env) burstAlone(specs []joinChildSpec, pid int) (joinSample, error) {
 	var cpu0, ticks0 time.Duration
-	b, err := runBurst(e.Ctx, specs, func(time.Time) { cpu0, ticks0 = procCPUPrecise(pid), procCPU(pid) })
+	b, err := runBurst(e.Ctx, specs, e.JoinSessions, func(time.Time) { cpu0, ticks0 = procCPUPrecise(pid), procCPU(pid) })
 	if err != nil {
 		return joinSample{}, err
 	}
@@ -170,7 +170,7 @@ func (e *env) burstBesideClient(addr string, ks *keySet, specs []joinChildSpec) 
 	a := time.Now()
 	time.Sleep(e.Duration)
 	z := time.Now()
-	b, err := runBurst(e.Ctx, specs, nil)
+	b, err := runBurst(e.Ctx, specs, e.JoinSessions, nil)
 	if err != nil {
 		p.finish()
 		return joinSample{}, err
@@ -304,7 +304,7 @@ func joinTable(e *env, n int, fabrics []string, samples map[[2]string][]joinSamp
 		Settings: []string{e.idleSetting(),
 			"server: " + defaultsServer.String() + ", as `jakiro server` runs with no flags; shm in a temporary directory, tcp on 127.0.0.1",
 			fmt.Sprintf("burst: %d processes (this binary re-executed), all started and READY, then released at once (EOF on a pipe they share); each joins once and exits; join = Dial (connect) to the first GET's answer of a 32 B value, one of %d keys; then Close, timed apart (close_p50_us)", n, min(e.Keys, n)),
-			fmt.Sprintf("sessions, as services run (autogroup enabled: %s): the burst's processes are started by one spawner in a session of its own (the service that forks workers in a spike), each server (jakiro, memcached) in a session of its own (a daemon), the established client in this process's; the kernel shares the CPU between these groups first, so the burst is one group, not %d peers of every other process", autogroup(), n),
+			sessionsNote(e.JoinSessions, n),
 			"jakiro: an RFP client (client.Dial at its defaults: mode auto) per process, the server otherwise idle; jakiro-with-client: the same burst beside an established client of this process doing GETs one at a time (client_*: its GETs per second in a window of the measured time before the burst, and from the release to the last child's close)",
 			mcNote,
 			"all_answered_ms, all_closed_ms: from the release to the last child's answer, close; server_cpu_us_per_join: the server process's CPU (the sum of /proc/PID/task/*/schedstat, every thread, ns; *_ticks: the same from /proc/PID/stat in 10 ms ticks) from the release to 100 ms after the last child exited, over the joins; errors: children that got no answer, summed over the repetitions and left out of the times",
@@ -404,6 +404,14 @@ func joinPlot(path string, n int, fabrics []string, samples map[[2]string][]join
 		ps = append(ps, pl)
 	}
 	return barPanels(path, ps...)
+}
+
+// sessionsNote says how the processes of a join run share the CPU.
+func sessionsNote(sessions bool, n int) string {
+	if sessions {
+		return fmt.Sprintf("--join-sessions, as services run (autogroup enabled: %s): the burst's processes are started by one spawner in a session of its own (the service that forks workers in a spike), each server (jakiro, memcached) in a session of its own (a daemon), the established client in this process's; the kernel shares the CPU between these groups first, so the burst is one group, not %d peers of every other process", autogroup(), n)
+	}
+	return fmt.Sprintf("sessions: every process in this one (autogroup enabled: %s), so the %d children, the servers and the established client are peers in the CPU's fair share (--join-sessions runs each service in a session of its own)", autogroup(), n)
 }
 
 // autogroup says whether the kernel groups the CPU by session

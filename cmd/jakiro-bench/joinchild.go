@@ -168,7 +168,7 @@ type burstResult struct {
 // READY, calls released (if not nil) with the instant it releases them
 // all at once, and returns their results. Children that fail to answer
 // within a minute are killed and counted as errors.
-func runBurst(ctx context.Context, specs []joinChildSpec, released func(time.Time)) (burstResult, error) {
+func runBurst(ctx context.Context, specs []joinChildSpec, sessions bool, released func(time.Time)) (burstResult, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return burstResult{}, err
@@ -182,11 +182,12 @@ func runBurst(ctx context.Context, specs []joinChildSpec, released func(time.Tim
 	for i := range children {
 		children[i] = &child{ready: make(chan bool, 1), res: make(chan joinChildResult, 1)}
 	}
-	// The children are a spawner's, in a session of its own (burstSession).
+	// The children are a spawner's, in a process group of its own (so
+	// that kill reaches them all), in a session of its own with sessions.
 	js, _ := json.Marshal(specs)
 	spawner := exec.Command(os.Args[0])
 	spawner.Env = append(os.Environ(), envJoinSpawn+"=1")
-	spawner.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	spawner.SysProcAttr = &syscall.SysProcAttr{Setsid: sessions, Setpgid: !sessions}
 	spawner.ExtraFiles = []*os.File{pr}
 	spawner.Stdin = bytes.NewReader(js)
 	spawner.Stderr = os.Stderr
@@ -198,7 +199,7 @@ func runBurst(ctx context.Context, specs []joinChildSpec, released func(time.Tim
 	if err != nil {
 		return burstResult{}, fmt.Errorf("start the join children's spawner: %w", err)
 	}
-	// kill ends the spawner's session: it and every child it started.
+	// kill ends the spawner's process group: it and every child it started.
 	kill := func() { syscall.Kill(-spawner.Process.Pid, syscall.SIGKILL) }
 	relayed := make(chan struct{})
 	go func() {
@@ -273,12 +274,12 @@ func relayBurst(r io.Reader, f func(i int, line string)) {
 	}
 }
 
-// A burst's children are started by a spawner, this binary re-executed
-// as the leader of a session of its own: with the kernel's autogroups
-// (or one cgroup per service, as systemd runs them) a burst shares the
-// CPU as one group beside the server and the established client, as the
-// workers a service forks in a spike do, instead of as 256 peers of
-// every other process on the host. The spawner starts a child per spec
+// A burst's children are started by a spawner, this binary re-executed.
+// With --join-sessions it leads a session of its own: under the kernel's
+// autogroups (or one cgroup per service, as systemd runs them) a burst
+// then shares the CPU as one group beside the server and the established
+// client, as the workers a service forks in a spike do, instead of as 256
+// peers of every other process on the host. The spawner starts a child per spec
 // (its stdin: a JSON array), passes them the burst pipe it inherits as
 // fd 3, and relays their lines as "i line" (i: the spec's index; a child
 // that never said READY: "i NOTREADY").
