@@ -299,15 +299,20 @@ func TestUpdateReadmeBadInput(t *testing.T) {
 		name, file, from, to, want string
 	}{
 		{"no peer row", "compare.csv", "\nredis,4,", "\nredis-old,4,", "0 rows with system=redis threads=4"},
-		{"ratio of other rows", "door.csv", "ops_vs_memcached of jakiro-door-p1", "", "not the rows it compares"},
+		{"ratio of other rows", "door.csv", "jakiro-door-p1,", "ops_vs_memcached+0.2", "not the rows it compares"},
 		{"no commit", "door.csv", "# commit: ", "# built: ", "no '# commit:'"},
-		{"not a number", "compare_tcp.csv", "\nredis,1,3,13988.5259,", "\nredis,1,3,fast,", "want a positive number"},
+		{"not a number", "compare_tcp.csv", "redis,1,", "ops_per_sec=fast", "want a positive number"},
 		{"no markers", "", "", "", "no headline markers"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			readme, dir := copyResults(t)
-			if c.to == "" && c.file != "" {
-				c.from, c.to = skewedRatio(t, filepath.Join(dir, c.file), "jakiro-door-p1", "ops_vs_memcached")
+			if col, v, ok := strings.Cut(c.to, "+"); ok && c.file != "" {
+				c.from, c.to = editCell(t, filepath.Join(dir, c.file), c.from, col, func(old float64) string {
+					d, _ := strconv.ParseFloat(v, 64)
+					return strconv.FormatFloat(old+d, 'f', 2, 64)
+				})
+			} else if col, v, ok := strings.Cut(c.to, "="); ok && c.file != "" {
+				c.from, c.to = editCell(t, filepath.Join(dir, c.file), c.from, col, func(float64) string { return v })
 			}
 			if c.file != "" {
 				edit(t, filepath.Join(dir, c.file), c.from, c.to)
@@ -369,9 +374,10 @@ func TestFormatMetric(t *testing.T) {
 	}
 }
 
-// skewedRatio finds row's line in a results CSV and returns it, and the
-// same line with column col 0.2 higher: a ratio that is not the rows'.
-func skewedRatio(t *testing.T, file, row, col string) (from, to string) {
+// editCell finds the line of a results CSV that starts with prefix and
+// returns it, and the same line with column col set to set(its value):
+// the bad inputs are made from whatever the CSVs hold now.
+func editCell(t *testing.T, file, prefix, col string, set func(old float64) string) (from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -383,19 +389,19 @@ func skewedRatio(t *testing.T, file, row, col string) (from, to string) {
 		switch {
 		case strings.HasPrefix(line, "system,"):
 			cols = f
-		case f[0] == row && cols != nil:
+		case strings.HasPrefix(line, prefix) && cols != nil:
 			for i, c := range cols {
 				if c == col && i < len(f) {
 					v, err := strconv.ParseFloat(f[i], 64)
 					if err != nil {
-						t.Fatalf("%s: %s of %s is %q", file, col, row, f[i])
+						t.Fatalf("%s: %s of %s is %q", file, col, prefix, f[i])
 					}
-					f[i] = strconv.FormatFloat(v+0.2, 'f', 2, 64)
+					f[i] = set(v)
 					return line, strings.Join(f, ",")
 				}
 			}
 		}
 	}
-	t.Fatalf("%s: no %s row with a %s column", file, row, col)
+	t.Fatalf("%s: no line %q... with a %s column", file, prefix, col)
 	return "", ""
 }
