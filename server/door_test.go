@@ -27,32 +27,8 @@ func TestDoorSharesPartitions(t *testing.T) {
 			if fab == "shm" {
 				listen = "shm://" + filepath.Join(t.TempDir(), "jakiro.sock")
 			}
-			srv, err := server.New(server.Config{Listen: listen, Partitions: 2, Memory: 64 << 20, MaxValue: 64 << 10})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			served := make(chan struct{})
-			go func() { defer close(served); srv.Serve(ctx) }()
-			door, err := memcache.Listen(memcache.Config{Addr: "127.0.0.1:0"}, srv.Door())
-			if err != nil {
-				t.Fatal(err)
-			}
-			doorDone := make(chan struct{})
-			go func() { defer close(doorDone); door.Serve(ctx) }()
-			t.Cleanup(func() { cancel(); door.Close(); <-doorDone; srv.Close(); <-served })
-
-			c, err := client.Dial(ctx, srv.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			nc, err := net.DialTimeout("tcp", door.Addr(), 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			r := bufio.NewReader(nc)
+			ctx := context.Background()
+			srv, c, nc, r := doorWithClients(t, server.Config{Listen: listen, Partitions: 2, Memory: 64 << 20, MaxValue: 64 << 10})
 			ask := func(req string) string {
 				t.Helper()
 				nc.SetDeadline(time.Now().Add(5 * time.Second))
@@ -222,32 +198,9 @@ func TestDoorUnderLoadAndClose(t *testing.T) {
 // get is (memcached counts every fetch): mg's h flag says the item was
 // hit before, and its l flag counts from the last RFP read.
 func TestDoorSeesRFPReads(t *testing.T) {
-	srv, err := server.New(server.Config{Listen: "shm://" + filepath.Join(t.TempDir(), "jakiro.sock"),
+	ctx := context.Background()
+	_, c, nc, r := doorWithClients(t, server.Config{Listen: "shm://" + filepath.Join(t.TempDir(), "jakiro.sock"),
 		Partitions: 1, Memory: 64 << 20, MaxValue: 64 << 10, AccessTimes: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { defer close(served); srv.Serve(ctx) }()
-	door, err := memcache.Listen(memcache.Config{Addr: "127.0.0.1:0"}, srv.Door())
-	if err != nil {
-		t.Fatal(err)
-	}
-	doorDone := make(chan struct{})
-	go func() { defer close(doorDone); door.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); door.Close(); <-doorDone; srv.Close(); <-served })
-	c, err := client.Dial(ctx, srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	nc, err := net.DialTimeout("tcp", door.Addr(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	r := bufio.NewReader(nc)
 	mg := func(flags string) string {
 		t.Helper()
 		nc.SetDeadline(time.Now().Add(5 * time.Second))
@@ -284,4 +237,38 @@ func TestDoorSeesRFPReads(t *testing.T) {
 	if got := mg("l u"); got != "HD l0\r\n" && got != "HD l1\r\n" { // l1: a second's edge in between
 		t.Fatalf("right after an RFP read: %q, want HD l0", got)
 	}
+}
+
+// doorWithClients serves cfg and a memcached door on a loopback port, and
+// connects an RFP client and a connection to the door (with its reader),
+// all closed when the test ends.
+func doorWithClients(t *testing.T, cfg server.Config) (*server.Server, *client.Client, net.Conn, *bufio.Reader) {
+	t.Helper()
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { defer close(served); srv.Serve(ctx) }()
+	stop := func() { cancel(); srv.Close(); <-served }
+	door, err := memcache.Listen(memcache.Config{Addr: "127.0.0.1:0"}, srv.Door())
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	doorDone := make(chan struct{})
+	go func() { defer close(doorDone); door.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); door.Close(); <-doorDone; stop() })
+	c, err := client.Dial(ctx, srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	nc, err := net.DialTimeout("tcp", door.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return srv, c, nc, bufio.NewReader(nc)
 }
