@@ -99,7 +99,8 @@ const (
 	// (a trip through the scheduler, its lock included) costs a sixth of
 	// a GET's round trip on shm, late when the answer lands meanwhile.
 	// Measured on 2 cores, one GET at a time on shm: reply p50 0.694 ->
-	// 0.665 us, hybrid 0.697 -> 0.671 (medians of 4 interleaved runs).
+	// 0.665 us, hybrid 0.697 -> 0.671 (medians of 4 interleaved runs;
+	// perfguard's 3 rounds could not tell it from noise).
 	goschedAloneNS = 5_000
 	// ctx: look at the driver's context.
 	ctxNS = 20_000

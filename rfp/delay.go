@@ -65,7 +65,7 @@ func (d *FetchDelay) OnFirstRead(ready, alone bool, sentNS, nowNS int64) {
 	}
 	d.raised = nowNS
 	d.ns += d.ns>>4 + 16<<delayShift
-	d.ns = min(d.ns, d.cap()<<delayShift)
+	d.ns = min(d.ns, d.limit()<<delayShift)
 }
 
 // OnReadTrip notes the round trip of a fetch READ (posted to completed).
@@ -79,5 +79,5 @@ func (d *FetchDelay) OnReadTrip(ns int64) {
 	}
 }
 
-// cap is the longest the delay may grow to.
-func (d *FetchDelay) cap() int64 { return min(max(maxFetchDelay, tripCap*d.trip), maxTripDelay) }
+// limit is the longest the delay may grow to.
+func (d *FetchDelay) limit() int64 { return min(max(maxFetchDelay, tripCap*d.trip), maxTripDelay) }

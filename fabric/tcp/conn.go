@@ -378,7 +378,7 @@ func (c *conn) Poll(cs []fabric.Completion) (int, error) {
 			if outstanding {
 				c.drove()
 			}
-			c.pollRead()
+			c.pollRead(false)
 			c.flushDueAcks()
 			end = c.resp.Load()
 		}
@@ -449,7 +449,7 @@ func (c *conn) opErrOrGone() error {
 func (c *conn) Pump() {
 	if !c.dead.Load() {
 		c.drove()
-		c.pumpRead()
+		c.pollRead(true)
 		c.flushDueAcks()
 	}
 }

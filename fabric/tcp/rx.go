@@ -106,36 +106,20 @@ func (c *conn) kickReadBudget(buf []byte, toEmpty bool, budget int) (more bool) 
 	return false
 }
 
-// pollRead is Poll's read: once, if nobody else is reading (Poll comes
-// back anyway), stopping at a short read; then whatever events came in
-// meanwhile.
-func (c *conn) pollRead() {
+// pollRead is Poll's read (hold false) and Pump's (hold true): once, if
+// nobody else is reading (the caller comes back anyway), stopping at a
+// short read; then whatever events came in meanwhile. A pumped read holds
+// a READ that follows a WRITE it applied for the next read (the next
+// Pump, or Release): the target that pumps looks at its memory in
+// between, so a READ sent close behind a request finds the request's
+// answer instead of costing the initiator a READ again. Only the order of
+// serving changes: the READ still sees every WRITE before it, and the
+// next read serves it first.
+func (c *conn) pollRead(hold bool) {
 	if !c.rxMu.TryLock() {
 		return
 	}
-	_, err := c.readLocked(c.ownBuf(), false, 0)
-	c.rxMu.Unlock()
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	if c.rxWant.Load() {
-		c.kickRead(nil, true)
-	}
-}
-
-// pumpRead is Pump's read: pollRead's, except that a READ following a
-// WRITE this read applied is held for the next read (the next Pump, or
-// Release): the target that pumps looks at its memory in between, so a
-// READ sent close behind a request finds the request's answer instead of
-// costing the initiator a READ again. Only the order of serving changes:
-// the READ still sees every WRITE before it, and the next read serves it
-// first.
-func (c *conn) pumpRead() {
-	if !c.rxMu.TryLock() {
-		return
-	}
-	c.rxPumping = true
+	c.rxPumping = hold
 	_, err := c.readLocked(c.ownBuf(), false, 0)
 	c.rxPumping = false
 	c.rxMu.Unlock()
