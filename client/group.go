@@ -93,15 +93,6 @@ const (
 	// callers sharing a Client: 500 ns gave 1.2-1.6 Mops at GOMAXPROCS 1
 	// and 2, 2 us 1.25-1.45 and 5 us or more 0.3-0.45 at GOMAXPROCS 2.
 	goschedNS = 500
-	// goschedAloneNS: the same while the driver waits for its own call
-	// alone (no other caller's call in flight in the group, nobody woken
-	// yet): no caller it answered waits in its P's queue, and a Gosched
-	// (a trip through the scheduler, its lock included) costs a sixth of
-	// a GET's round trip on shm, late when the answer lands meanwhile.
-	// Measured on 2 cores, one GET at a time on shm: reply p50 0.694 ->
-	// 0.665 us, hybrid 0.697 -> 0.671 (medians of 4 interleaved runs;
-	// perfguard's 3 rounds could not tell it from noise).
-	goschedAloneNS = 5_000
 	// ctx: look at the driver's context.
 	ctxNS = 20_000
 	// osYield: sched_yield to other processes (the server may be one of
@@ -173,17 +164,13 @@ func (g *pollGroup) awaitFrom(ctx context.Context, w *waiter, err error) error {
 func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 	var unyielded int
 	var gosched, ctxAt, osYield int64
-	every := int64(goschedAloneNS)
 	for {
 		woke, rang, hungry, now := g.pass(w)
 		if w.pending.Load() == 0 {
 			return nil
 		}
-		if every != goschedNS && (woke > 0 || len(g.active) > 1 || len(g.active) == 1 && g.active[0].slotted > 1) {
-			every, gosched = goschedNS, min(gosched, now+goschedNS)
-		}
 		if gosched == 0 {
-			gosched, ctxAt, osYield = now+every, now+ctxNS, now+osYieldNS
+			gosched, ctxAt, osYield = now+goschedNS, now+ctxNS, now+osYieldNS
 		}
 		if rang {
 			// The partition we woke may wait for this very core (the
@@ -196,7 +183,7 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 		// within the yield interval, so several wake-ups share one yield.
 		if unyielded > 0 && hungry || now >= gosched {
 			unyielded = 0
-			gosched = now + every
+			gosched = now + goschedNS
 			runtime.Gosched()
 			if clock()-now > yieldedNS {
 				// Others ran meanwhile: a retry's lateness after a miss
