@@ -405,6 +405,39 @@ func (c *conn) handTo(w *waiter) bool {
 	return false
 }
 
+// wakeEnded wakes the callers of this connection's calls whose context
+// ended: those in the rings, and with queues those still queued. The
+// driver's.
+func (c *conn) wakeEnded(driver *waiter, queues bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := 0; c.slotted > 0 && i < len(c.slotCall); i++ {
+		if cl := c.slotCall[i]; cl != nil && cl.w != driver && cl.state.Load() == callSent && cl.ended() {
+			cl.w.signal()
+		}
+	}
+	if !queues {
+		return
+	}
+	for p := range c.fifo {
+		q := &c.fifo[p]
+		for _, cl := range q.q[q.h:] {
+			if cl.w != driver && cl.state.Load() == callQueued && cl.ended() {
+				cl.w.signal()
+			}
+		}
+	}
+	if c.inboxLen.Load() > 0 {
+		c.inMu.Lock()
+		defer c.inMu.Unlock()
+		for _, cl := range c.inbox {
+			if cl.w != driver && cl.state.Load() == callQueued && cl.ended() {
+				cl.w.signal()
+			}
+		}
+	}
+}
+
 // progressLocked is one step of the engine: whatever fell due (answers
 // found in local memory go to their callers before anything new is
 // posted: rfp.Engine.Results), posts and rings, then completions.
@@ -478,6 +511,7 @@ func (c *conn) deliverLocked(driver *waiter) (woke int) {
 func (c *conn) do(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl uint32, dst []byte) ([]byte, error) {
 	w := getWaiter()
 	w.begin(1)
+	w.ctx = ctx
 	cl := &w.one
 	cl.reset(w, p, op, key, value, ttl, dst)
 	var err error
@@ -562,6 +596,7 @@ func (c *conn) run(ctx context.Context, b *Batch) error {
 	}
 	w := getWaiter()
 	w.begin(n)
+	w.ctx = ctx
 	b.calls = b.calls[:0]
 	for i := range b.ops {
 		if o := &b.ops[i]; o.err == nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,6 +165,52 @@ func TestCommandsShortDeadlines(t *testing.T) {
 				}
 			}
 			t.Logf("%d increments, %d timed out; log of %d bytes, %d tokens", incrOK, incrMaybe, len(l), len(got))
+		})
+	}
+}
+
+// TestParkedCallersSeeTheirDeadline: the server stops answering
+// (SIGSTOP) while eight goroutines share a Client. The first drives with
+// a long deadline; seven park behind it (a Batch's caller among them),
+// each with a short deadline of its own. A parked caller waits for its
+// token alone, and a driver whose own context is alive never hands the
+// role on: it must wake each parked caller whose deadline passed, and
+// every one returns the context's error long before the driver's.
+func TestParkedCallersSeeTheirDeadline(t *testing.T) {
+	for _, fab := range []string{"tcp", "shm"} {
+		t.Run(fab, func(t *testing.T) {
+			p := servertest.Start(t, listenOn(t, fab, "parked"))
+			c := dial(t, p.Addr)
+			if err := c.Put(context.Background(), []byte("k"), []byte("v"), 0); err != nil {
+				t.Fatal(err)
+			}
+			p.Stop(t) // every thread stopped, not only signalled
+			defer p.Signal(syscall.SIGCONT)
+			const driverDeadline = time.Second
+			get := func(g int, d time.Duration) {
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				defer cancel()
+				start := time.Now()
+				var err error
+				if g == 3 {
+					var b client.Batch
+					b.Get([]byte("k"))
+					b.Get([]byte("k2"))
+					err = c.Run(ctx, &b)
+				} else {
+					_, err = c.Get(ctx, []byte("k"))
+				}
+				if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || g > 0 && took > driverDeadline/2 {
+					t.Errorf("caller %d (deadline %v): %v after %v", g, d, err, took)
+				}
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() { get(0, driverDeadline) })
+			time.Sleep(20 * time.Millisecond) // caller 0 holds the driver role
+			for g := 1; g < 8; g++ {
+				wg.Go(func() { get(g, time.Duration(5+10*g)*time.Millisecond) })
+			}
+			wg.Wait()
 		})
 	}
 }

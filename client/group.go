@@ -38,7 +38,12 @@ type pollGroup struct {
 	// core away (each connection tells its engine at its next step).
 	active []*conn
 	yields uint32
-	_      [64]byte
+	// When the driver next looks for parked callers whose context
+	// ended: in the rings, and in the queues (which may hold thousands).
+	// The group's, not a drive's: the role passes from caller to caller
+	// every few microseconds.
+	endedAt, queuedEndedAt int64
+	_                      [64]byte
 }
 
 // groups are the process's poll groups: $JAKIRO_POLL_GROUPS, else half
@@ -93,8 +98,12 @@ const (
 	// callers sharing a Client: 500 ns gave 1.2-1.6 Mops at GOMAXPROCS 1
 	// and 2, 2 us 1.25-1.45 and 5 us or more 0.3-0.45 at GOMAXPROCS 2.
 	goschedNS = 500
-	// ctx: look at the driver's context.
-	ctxNS = 20_000
+	// ctx: look at the driver's context, and at those of the callers
+	// whose calls are in the rings (endedNS) or queued (queuedEndedNS):
+	// a parked caller waits for a token alone (waiter.park).
+	ctxNS         = 20_000
+	endedNS       = 20_000
+	queuedEndedNS = 500_000
 	// osYield: sched_yield to other processes (the server may be one of
 	// them on a busy machine; Gosched yields only to goroutines).
 	osYieldNS = 200_000
@@ -202,6 +211,9 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 				return err
 			}
 		}
+		if now >= g.endedAt {
+			g.wakeEnded(w, now)
+		}
 	}
 }
 
@@ -228,6 +240,19 @@ func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry bool, now int64) {
 		i++
 	}
 	return woke, rang, hungry, now
+}
+
+// wakeEnded wakes the parked callers whose context ended, so that they
+// abandon their calls. The driver's.
+func (g *pollGroup) wakeEnded(w *waiter, now int64) {
+	queues := now >= g.queuedEndedAt
+	g.endedAt = now + endedNS
+	if queues {
+		g.queuedEndedAt = now + queuedEndedNS
+	}
+	for _, cn := range g.active {
+		cn.wakeEnded(w, queues)
+	}
 }
 
 // release passes on the role w holds.
