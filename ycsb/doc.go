@@ -13,7 +13,9 @@
 //     jakiro.window (outstanding requests per partition, 0 = server's),
 //     jakiro.ttl (seconds, 0 = none). A record (YCSB field map) is
 //     encoded compactly into one value (see EncodeRecord); batch.size > 1
-//     pipelines through client.Batch.
+//     pipelines through client.Batch. Read allocates nothing: the map it
+//     returns, and its values, are the thread's until its next Read (go-ycsb's
+//     workloads are through with them by then).
 //   - "memcached": go-ycsb v1.0.1 has no memcached driver; this one uses
 //     github.com/bradfitz/gomemcache with the same record encoding.
 //     Properties: memcached.addr (host:port, default 127.0.0.1:11211),

@@ -62,6 +62,8 @@ type jakiroThread struct {
 	shared *sharedClient
 	buf    []byte
 	val    []byte
+	rec    map[string][]byte // Read's answer and its values' bytes, reused: see Read
+	recBuf []byte
 	batch  client.Batch
 	bufs   [][]byte
 }
@@ -174,7 +176,12 @@ func (d *JakiroDB) Read(ctx context.Context, table, key string, fields []string)
 	if err != nil {
 		return nil, err
 	}
-	return DecodeRecord(t.val, fields)
+	// The map and the bytes its values point into are the thread's until
+	// its next Read, not its next operation: go-ycsb's read-modify-write
+	// checks what it read after its update.
+	t.recBuf = append(t.recBuf[:0], t.val...)
+	t.rec, err = decodeRecord(t.rec, t.recBuf, fields, true)
+	return t.rec, err
 }
 
 func (d *JakiroDB) Scan(context.Context, string, string, int, []string) ([]map[string][]byte, error) {
@@ -271,7 +278,7 @@ func (d *JakiroDB) BatchRead(ctx context.Context, table string, keys []string, f
 	for i := range out {
 		v, _ := t.batch.Result(i)
 		own = append(own, v...)
-		if out[i], err = decodeRecord(own[len(own)-len(v):], fields, true); err != nil {
+		if out[i], err = decodeRecord(nil, own[len(own)-len(v):], fields, true); err != nil {
 			return nil, err
 		}
 	}

@@ -82,12 +82,30 @@ func EncodeRecord(dst []byte, fields map[string][]byte) []byte {
 // DecodeRecord decodes b. With want non-empty only those fields are
 // returned. Values are copies: b may be reused by the caller.
 func DecodeRecord(b []byte, want []string) (map[string][]byte, error) {
-	return decodeRecord(b, want, false)
+	return decodeRecord(nil, b, want, false)
 }
 
-// decodeRecord is DecodeRecord; with alias the values point into b, for
-// callers that copied b for the purpose (one copy per batch, not per field).
-func decodeRecord(b []byte, want []string, alias bool) (map[string][]byte, error) {
+// fieldNames are "field0".."field63", so that decoding the common names
+// allocates no string.
+var fieldNames = func() (names [64]string) {
+	for i := range names {
+		names[i] = fieldPrefix + strconv.Itoa(i)
+	}
+	return names
+}()
+
+func fieldName(n uint64) string {
+	if n < uint64(len(fieldNames)) {
+		return fieldNames[n]
+	}
+	return fieldPrefix + strconv.FormatUint(n, 10)
+}
+
+// decodeRecord is DecodeRecord into out (cleared first; a new map if
+// nil). With alias the values point into b, for callers that copied b
+// for the purpose (one copy per batch, not per field) or whose map lives
+// no longer than b (JakiroDB.Read's).
+func decodeRecord(out map[string][]byte, b []byte, want []string, alias bool) (map[string][]byte, error) {
 	own := func(v []byte) []byte {
 		if alias {
 			return v[:len(v):len(v)]
@@ -108,10 +126,14 @@ func decodeRecord(b []byte, want []string, alias bool) (map[string][]byte, error
 		}
 		return false
 	}
+	if out == nil {
+		out = make(map[string][]byte, 1)
+	} else {
+		clear(out)
+	}
 	switch b[0] {
 	case encSingle:
-		out := make(map[string][]byte, 1)
-		if name := fieldPrefix + "0"; keep(name) {
+		if name := fieldNames[0]; keep(name) {
 			out[name] = own(b[1:])
 		}
 		return out, nil
@@ -136,7 +158,6 @@ func decodeRecord(b []byte, want []string, alias bool) (map[string][]byte, error
 	if count > uint64(len(b)) { // each field takes at least one byte
 		return nil, fmt.Errorf("%w: %d fields in %d bytes", ErrBadRecord, count, len(b))
 	}
-	out := make(map[string][]byte, count)
 	for i := uint64(0); i < count; i++ {
 		var name string
 		if numbered {
@@ -144,7 +165,7 @@ func decodeRecord(b []byte, want []string, alias bool) (map[string][]byte, error
 			if err != nil {
 				return nil, err
 			}
-			name = fieldPrefix + strconv.FormatUint(n, 10)
+			name = fieldName(n)
 		} else {
 			n, err := uvarint()
 			if err != nil {

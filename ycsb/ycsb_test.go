@@ -215,6 +215,45 @@ func TestBatchReadResults(t *testing.T) {
 	}
 }
 
+// Read allocates nothing, and what it returned stays intact through the
+// thread's other operations until its next Read: go-ycsb's
+// read-modify-write checks the record it read after its update.
+func TestReadReusesItsMap(t *testing.T) {
+	d := NewJakiroDB(JakiroConfig{Addr: startServer(t), Mode: client.ModeRFP, FieldCount: 2})
+	defer d.Close()
+	ctx := d.InitThread(context.Background(), 0, 1)
+	defer d.CleanupThread(ctx)
+	for i, k := range []string{"a", "b"} {
+		if err := d.Insert(ctx, "t", k, map[string][]byte{"field0": []byte(k + "0"), "field1": []byte(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := d.Read(ctx, "t", "a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Update(ctx, "t", "a", map[string][]byte{"field0": []byte("new")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Read(ctx, "t", "missing", nil); err == nil {
+		t.Fatal("Read of a missing key succeeded")
+	}
+	if len(got) != 2 || string(got["field0"]) != "a0" || string(got["field1"]) != "0" {
+		t.Fatalf("after an update and a failed Read: %q", got)
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		if got, err = d.Read(ctx, "t", "b", nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(got) != 2 || string(got["field0"]) != "b0" || string(got["field1"]) != "1" {
+		t.Fatalf("Read of b: %q", got)
+	}
+	if allocs != 0 {
+		t.Errorf("Read: %v allocations, want 0", allocs)
+	}
+}
+
 // Threads share jakiro.conns clients (thread i uses client i mod conns),
 // each dialled once and closed by its last thread; counters outlive them.
 func TestThreadsShareClients(t *testing.T) {
