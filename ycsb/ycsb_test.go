@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +59,45 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 	if got, _ := DecodeRecord(m, nil); len(got) != 3 || string(got["field1"]) != "new" || string(got["field0"]) != "a" {
 		t.Fatalf("merged: %q", got)
+	}
+}
+
+// Decoding into a reused map (JakiroDB.Read's) leaves exactly the
+// record's fields, whatever the records before it held.
+func TestDecodeRecordIntoReusedMap(t *testing.T) {
+	recs := []map[string][]byte{
+		{"field0": []byte("a"), "field1": []byte("bb"), "field12": []byte("c")},
+		{"field0": []byte("single")},
+		{"field0": []byte("single again")},
+		{"field3": []byte("x")},
+		{"field1": []byte("p"), "field3": []byte("q")},
+		{"field1": []byte("r"), "field3": []byte("s")},
+		{"name": []byte("y"), "field0": []byte("z")},
+		{"field0": {}},
+		{"field0": []byte("after an empty one")},
+		{},
+	}
+	var m map[string][]byte
+	for i, rec := range recs {
+		for _, want := range [][]string{nil, {"field3", "name"}} {
+			b := EncodeRecord(nil, rec)
+			var err error
+			if m, err = decodeRecord(m, b, want, true); err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+			n := 0
+			for k, v := range rec {
+				if want == nil || slices.Contains(want, k) {
+					n++
+					if !bytes.Equal(m[k], v) {
+						t.Fatalf("record %d, fields %q: %s = %q in %q", i, want, k, m[k], m)
+					}
+				}
+			}
+			if len(m) != n {
+				t.Fatalf("record %d, fields %q: decoded %q", i, want, m)
+			}
+		}
 	}
 }
 
