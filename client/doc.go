@@ -11,8 +11,9 @@
 // (lanes, one per poll group, dialled as concurrent callers first need
 // them; WithConns fixes the count), chosen per P so callers on different
 // cores seldom meet. A caller queues its request on its lane and parks;
-// the connections are driven in poll groups (half the process's Ps, at
-// least one), each by one of its waiting callers at a time: the driver
+// the connections are driven in poll groups (half the machine's cores,
+// at most one per P, at least one), each by one of its waiting callers at
+// a time: the driver
 // moves every queued request of the group's connections into their rings
 // (one WRITE per partition for all of them), polls the answers and
 // wakes exactly the callers they belong to; when its own answers are in
