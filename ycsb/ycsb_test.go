@@ -258,7 +258,7 @@ func TestBatchReadResults(t *testing.T) {
 // Read allocates nothing, and what it returned stays intact through the
 // thread's other operations until its next Read: go-ycsb's
 // read-modify-write checks the record it read after its update.
-func TestReadReusesItsMap(t *testing.T) {
+func TestReadAllocsNothing(t *testing.T) {
 	d := NewJakiroDB(JakiroConfig{Addr: startServer(t), Mode: client.ModeRFP, FieldCount: 2})
 	defer d.Close()
 	ctx := d.InitThread(context.Background(), 0, 1)
@@ -289,7 +289,9 @@ func TestReadReusesItsMap(t *testing.T) {
 	if len(got) != 2 || string(got["field0"]) != "b0" || string(got["field1"]) != "1" {
 		t.Fatalf("Read of b: %q", got)
 	}
-	if allocs != 0 {
+	if raceEnabled {
+		t.Log("allocation count not checked: meaningless under the race detector; run without -race")
+	} else if allocs != 0 {
 		t.Errorf("Read: %v allocations, want 0", allocs)
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ycsb
+
+const raceEnabled = false
