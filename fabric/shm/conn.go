@@ -95,15 +95,19 @@ func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Opti
 		depth:    uint64(o.QueueDepth),
 		dialer:   dialer,
 	}
-	go c.watch()
+	if !sockets.add(c) {
+		go c.watch()
+	}
 	return c
 }
 
-// watch blocks reading the socket, which carries nothing after the
-// handshake: EOF or an error means the peer closed or died, or Close shut
-// the socket down. It closes the socket itself: Close does not wait for
-// it (closing a socket a goroutine reads waits until that goroutine has
-// woken and let go of it: two thread wake-ups).
+// The socket carries nothing after the handshake: EOF or an error means
+// the peer closed or died, or Close shut the socket down. Its watcher
+// (the process's, watch.go, or a goroutine of the connection's own)
+// closes it: Close does not wait for that (closing a socket a goroutine
+// reads waits until that goroutine has woken and let go of it).
+
+// watch blocks reading the socket until it ends.
 func (c *conn) watch() {
 	var b [64]byte
 	for {
@@ -111,6 +115,12 @@ func (c *conn) watch() {
 			break
 		}
 	}
+	c.watchEnd()
+}
+
+// watchEnd: the socket ended. The dialer's Close left the unmapping to
+// here, if it ran.
+func (c *conn) watchEnd() {
 	c.sock.Close()
 	c.state.CompareAndSwap(stateOpen, stateGone)
 	c.end()
