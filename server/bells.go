@@ -41,9 +41,7 @@ func (p *partition) bellPass(now int64) int {
 		work += p.scanRingers(now)
 	}
 	if len(p.fresh) > 0 {
-		work += p.scan(p.fresh, now)
-		clear(p.fresh)
-		p.fresh = p.fresh[:0]
+		work += p.scanFresh(now)
 	}
 	if p.warmScan {
 		p.warmScan = false
@@ -128,5 +126,30 @@ func (p *partition) sweepStep(now int64) int {
 	if p.sweepLeft <= 0 || len(p.all) == 0 {
 		p.sweeping = false
 	}
+	return work
+}
+
+// freshPolled bounds the new peers a partition polls before their first
+// request: a burst of joins costs the established clients' passes at
+// most this many looks more.
+const freshPolled = 32
+
+// scanFresh looks at the peers published since the last reload, and keeps
+// polling those with nothing yet (up to freshPolled in the polled set),
+// as if they had just sent a request: a client joins to send one, and
+// its first is then found at the next pass rather than through its ring
+// (a look at the ringers, or a wake-up). Those that send none leave the
+// polled set after rfp.ActiveHold, as idle clients do.
+func (p *partition) scanFresh(now int64) int {
+	work := 0
+	for _, c := range p.fresh {
+		n := p.serveFrom(c, now)
+		if pp := &c.parts[p.id]; n == 0 && !pp.polled && len(p.polled) < freshPolled && !c.dead.Load() && !c.gone.Load() {
+			p.keepPolled(c, pp, now)
+		}
+		work += n
+	}
+	clear(p.fresh)
+	p.fresh = p.fresh[:0]
 	return work
 }

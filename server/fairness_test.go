@@ -1,10 +1,8 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,15 +16,7 @@ import (
 // the second's request too. The partition goroutine does not run; the
 // test drives passes itself over real shm sessions.
 func TestPassFairness(t *testing.T) {
-	srv, err := build(Config{Listen: "shm://" + filepath.Join(t.TempDir(), "f.sock"), Partitions: 1, Memory: 16 << 20, MaxValue: 1024})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go srv.Serve(ctx)
-	defer srv.Close()
-	defer srv.parts[0].stopped.Store(true) // for Close: this partition never runs
+	srv, p, ctx := drivenServer(t)
 	flood, err := client.Dial(ctx, srv.Addr(), client.WithWindow(32))
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +35,6 @@ func TestPassFairness(t *testing.T) {
 	go func() { done <- flood.Run(ctx, &batch) }()
 	go func() { _, err := one.Get(ctx, []byte("one")); done <- err }()
 
-	p := srv.parts[0]
 	var reqs [rfp.MaxSlots]rfp.Request
 	ready := func(c *peer) int { return c.sess.PollBatch(0, srv.now(), reqs[:]) }
 	// Wait (bounded) until both clients' requests sit in their rings.

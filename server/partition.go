@@ -47,9 +47,10 @@ type partition struct {
 	ringerScan   bool // look at the named ringers in the next pass
 	bySrc        []*peer
 	ringers      []int
-	// fresh are peers published since the last reload, looked at once: a
-	// new client may ring before the server publishes it, and its name is
-	// then dropped (a shm client skips reminders to an awake partition).
+	// fresh are peers published since the last reload, looked at once
+	// and then polled (scanFresh): a new client may ring before the
+	// server publishes it, and its name is then dropped (a shm client
+	// skips reminders to an awake partition).
 	fresh []*peer
 
 	// Rings not yet accounted for, and FlagRang requests found since the

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,16 +15,7 @@ import (
 // a peer can clear others') brings a sweep that finds it. The partition goroutine does not run: the test drives its
 // bell checks and passes over real shm sessions.
 func TestRingAccounting(t *testing.T) {
-	srv, err := build(Config{Listen: "shm://" + filepath.Join(t.TempDir(), "r.sock"), Partitions: 1, Memory: 16 << 20, MaxValue: 1024})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go srv.Serve(ctx)
-	defer srv.Close()
-	p := srv.parts[0]
-	defer p.stopped.Store(true) // for Close: this partition never runs
+	srv, p, ctx := drivenServer(t)
 	if !p.countsRings || !p.namesRingers {
 		t.Fatal("shm counts and names rings, but the partition does not know it")
 	}
@@ -40,19 +29,7 @@ func TestRingAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idle.Close()
-	// published waits until the server lists n clients: Dial returns when
-	// the handshake ends, and the server publishes the client just after.
-	published := func(n int) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for len(*srv.list.Load()) < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d clients listed after 30s, want %d", len(*srv.list.Load()), n)
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	}
-	published(2)
+	listed(t, srv, 2)
 
 	// settle accounts for every ring already rung (a finished GET rang
 	// before it returned) and ends any sweep they bring.
@@ -178,7 +155,7 @@ func TestRingAccounting(t *testing.T) {
 	for p.ringDebt > 0 || p.sweeping { // without loading the list
 		p.bellPass(srv.now())
 	}
-	published(3)
+	listed(t, srv, 3)
 	served := p.served
 	p.reload()
 	p.bellPass(srv.now())
