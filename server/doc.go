@@ -7,7 +7,8 @@
 // # Passes, the polled set and sweeps
 //
 // A partition goroutine works in passes. A pass looks at the partition's
-// polled set — the clients that had a request in the last rfp.ActiveHold —
+// polled set — the clients that had a request in the last rfp.ActiveHold,
+// and those that joined since, until their first request (up to 32) —
 // and serves at most 8 ready requests of each (a client keeping a deep
 // ring full waits its turn like the others), writing each result into the
 // client's response ring in server memory and, when the request asks for

@@ -48,8 +48,10 @@
 // file) nor reach beyond its own domain.
 //
 // Completions are queued in a fixed ring, delivered in posting order by
-// Poll. Post and Poll do not allocate. A goroutine blocked reading the
-// socket sees EOF when the peer closes or dies; the connection then
+// Poll. Post and Poll do not allocate. The socket carries nothing after
+// the handshake: the process's one epoll set of its connections' sockets
+// (watch.go; a goroutine waiting on it in the runtime's poller, none per
+// connection) sees EOF when the peer closes or dies; the connection then
 // reports fabric.ErrPeerGone. Close unmaps both domains.
 //
 // # Doorbells
