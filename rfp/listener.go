@@ -191,6 +191,10 @@ func (l *Listener) ReadyStats() fabric.ReadyStats {
 	return fabric.ReadyStats{}
 }
 
+// SyscallWaiters is the fabric's goroutines that wait in blocking system
+// calls (fabric.SyscallWaiters).
+func (l *Listener) SyscallWaiters() int { return fabric.SyscallWaitersOf(l.ln) }
+
 // Clients is the number of sessions accepted and not closed yet.
 func (l *Listener) Clients() int { return int(l.live.Load()) }
 

@@ -84,6 +84,7 @@ func serverConfig(listen string) server.Config {
 		MaxClients:   envInt("JAKIRO_E2E_MAX_CLIENTS", 0),
 		ReplyTimeout: time.Duration(envInt("JAKIRO_E2E_REPLY_TIMEOUT_NS", 0)),
 		Fabric:       fabric.Options{QueueDepth: envInt("JAKIRO_E2E_QUEUE_DEPTH", 0)},
+		SpareProcs:   true, // as cmd/jakiro runs
 	}
 }
 

@@ -124,3 +124,13 @@ func (p *procs) close() {
 	p.growLocked()
 	p.mu.Unlock()
 }
+
+// spareProcs gives the process one P more than busy, the goroutines that
+// keep theirs (spinning partitions, the fabric's goroutines blocked in
+// system calls), unless it has them or the environment sets GOMAXPROCS
+// (Config.SpareProcs).
+func spareProcs(busy int) {
+	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < busy+1 {
+		runtime.GOMAXPROCS(busy + 1)
+	}
+}

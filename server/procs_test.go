@@ -121,3 +121,43 @@ func TestProcsKeepsEnv(t *testing.T) {
 		t.Fatal("DoorProcs off without GOMAXPROCS in the environment")
 	}
 }
+
+// A server with SpareProcs over tcp has a P beyond its partitions and
+// the fabric's pollers (which wait in epoll_wait holding theirs); over
+// shm (no such goroutine) one beyond its partitions. It never lowers
+// GOMAXPROCS, and keeps one set in the environment.
+func TestSpareProcs(t *testing.T) {
+	saved := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(saved) })
+	t.Setenv("GOMAXPROCS", "")
+	for _, tc := range []struct{ listen, want string }{
+		{"tcp://127.0.0.1:0", "tcp"},
+		{"shm://" + filepath.Join(t.TempDir(), "p.sock"), "shm"},
+	} {
+		runtime.GOMAXPROCS(1)
+		srv, err := build(Config{Listen: tc.listen, Partitions: 1, Memory: 16 << 20, MaxValue: 1024, SpareProcs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiters := srv.ln.SyscallWaiters()
+		if tc.want == "tcp" && waiters < 1 || tc.want == "shm" && waiters != 0 {
+			t.Errorf("%s: %d goroutines in system calls reported", tc.want, waiters)
+		}
+		if got, want := runtime.GOMAXPROCS(0), 1+waiters+1; got != want {
+			t.Errorf("%s: GOMAXPROCS %d, want %d (1 partition, %d pollers, 1 spare)", tc.want, got, want, waiters)
+		}
+		srv.parts[0].stopped.Store(true) // never ran
+		srv.Close()
+	}
+	runtime.GOMAXPROCS(64)
+	spareProcs(3)
+	if got := runtime.GOMAXPROCS(0); got != 64 {
+		t.Errorf("spareProcs lowered GOMAXPROCS 64 to %d", got)
+	}
+	t.Setenv("GOMAXPROCS", "1")
+	runtime.GOMAXPROCS(1)
+	spareProcs(3)
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("spareProcs changed GOMAXPROCS=1 of the environment to %d", got)
+	}
+}

@@ -86,6 +86,9 @@ func build(cfg Config) (*Server, error) {
 		store.Close()
 		return nil, err
 	}
+	if cfg.SpareProcs {
+		spareProcs(cfg.Partitions + ln.SyscallWaiters())
+	}
 	s := &Server{cfg: cfg, ln: ln, store: store, epoch: time.Now(), churn: newRateLog(cfg.Logf, churnBurst), stuckWait: stuckPartitionWait,
 		peers: map[uint32]*peer{}, stop: make(chan struct{}), reap: make(chan *peer, reapBatch), procs: newProcs(cfg.DoorProcs, cfg.Partitions)}
 	empty := []*peer{}

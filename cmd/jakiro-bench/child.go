@@ -121,7 +121,7 @@ func serveChildIfRequested() {
 	}
 	srv, err := server.New(server.Config{Listen: o.Listen, Partitions: o.Partitions, Memory: o.Memory,
 		MaxValue: o.MaxValue, Slots: o.Slots, SpinIdle: o.SpinIdle, IdlePoll: o.IdlePoll, MaxClients: o.MaxClients,
-		DoorProcs: o.Memcached, AccessTimes: o.Memcached}) // as `jakiro server --memcached` runs
+		DoorProcs: o.Memcached, AccessTimes: o.Memcached, SpareProcs: true}) // as `jakiro server` runs
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(1)

@@ -157,6 +157,8 @@ func runServer(c *cli.Context) error {
 		// With the door and no RFP client, one P per partition, as
 		// memcached -t N has N workers (server/procs.go).
 		DoorProcs: c.String("memcached") != "",
+		// A P beyond the partitions and tcp's pollers (server/procs.go).
+		SpareProcs: true,
 		// The door's mg l reports each item's last access.
 		AccessTimes: c.String("memcached") != "",
 	}

@@ -81,6 +81,15 @@ func sourceIP(c net.Conn) string {
 
 func (l *listener) Addr() string { return l.addr }
 
+// SyscallWaiters implements fabric.SyscallWaiters: the pollers wait in
+// epoll_wait (poll.go); those made, or those the first connection makes.
+func (l *listener) SyscallWaiters() int {
+	if n := pollersMade.Load(); n > 0 {
+		return int(n)
+	}
+	return numPollers()
+}
+
 // hello reads the dialer's hello under the queue's deadline.
 func (l *listener) hello(_ context.Context, c net.Conn) (*setup, error) {
 	nc := c.(*net.TCPConn)

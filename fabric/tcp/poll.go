@@ -36,6 +36,7 @@ var (
 	pollersErr  error
 	nextPoller  atomic.Uint32
 	nextToken   atomic.Uint64
+	pollersMade atomic.Int32 // len(pollers), once made
 )
 
 // numPollers: one per two Ps, at least one, at most eight.
@@ -54,6 +55,7 @@ func pollerFor() (*poller, error) {
 			pollers = append(pollers, p)
 			go p.loop()
 		}
+		pollersMade.Store(int32(len(pollers)))
 	})
 	if pollersErr != nil {
 		return nil, pollersErr
