@@ -87,7 +87,7 @@ func (o serverOpts) withDefaults() serverOpts {
 // String is how results record the server settings.
 func (o serverOpts) String() string {
 	if o.Defaults {
-		return fmt.Sprintf("server defaults (partitions=%d, machine GOMAXPROCS) memory=%dMiB max_value=%d",
+		return fmt.Sprintf("server defaults (partitions=%d, machine GOMAXPROCS, at least partitions + tcp pollers + 1) memory=%dMiB max_value=%d",
 			server.DefaultPartitions(), o.Memory>>20, o.MaxValue)
 	}
 	spin := "default"
