@@ -35,7 +35,11 @@ type conn struct {
 	shut       atomic.Bool // closed: no more calls (set under inMu)
 	listed     atomic.Bool // in g's busy set (or on its way there)
 	gather     bool        // a post is a system call (tcp): gather calls
-	copyReads  bool        // READs are copies (shm): fetched at once (rfp.EngineConfig)
+	// cold: its NIC is a thread (tcp) and no answer came yet: the
+	// peer's threads were just woken, and the driver yields its core
+	// more often meanwhile (group.go, osYieldColdNS).
+	cold      atomic.Bool
+	copyReads bool // READs are copies (shm): fetched at once (rfp.EngineConfig)
 
 	mu       sync.Mutex
 	fc       fabric.Conn
@@ -135,9 +139,11 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 		return nil, fmt.Errorf("jakiro: dial %s: %w", addr, err)
 	}
 	l := link.Welcome.Layout
-	return &conn{fc: link.Conn, ringer: ringer, watcher: watcher, eng: eng, layout: l, g: g, gather: ecfg.SoftNIC, copyReads: ecfg.CopyReads,
+	cn := &conn{fc: link.Conn, ringer: ringer, watcher: watcher, eng: eng, layout: l, g: g, gather: ecfg.SoftNIC, copyReads: ecfg.CopyReads,
 		comps: make([]fabric.Completion, pollBatch), slotCall: make([]*call, l.Partitions*l.Slots),
-		fifo: make([]callQueue, l.Partitions), posted: link.Unreaped}, nil // the control WRITE's completion comes to the first Poll
+		fifo: make([]callQueue, l.Partitions), posted: link.Unreaped} // the control WRITE's completion comes to the first Poll
+	cn.cold.Store(ecfg.SoftNIC)
+	return cn, nil
 }
 
 // epoch is where every engine's clock counts from: one clock for all, so a
@@ -493,7 +499,11 @@ func (c *conn) flushLocked() error {
 
 // deliverLocked hands finished requests to their callers.
 func (c *conn) deliverLocked(driver *waiter) (woke int) {
-	for _, r := range c.eng.Results() {
+	rs := c.eng.Results()
+	if len(rs) > 0 && c.cold.Load() {
+		c.cold.Store(false)
+	}
+	for _, r := range rs {
 		cl := c.slotCall[r.Slot]
 		if cl != nil {
 			c.slotCall[r.Slot] = nil

@@ -72,3 +72,36 @@ func TestCallQueueBounded(t *testing.T) {
 		t.Fatalf("cap %d after 1e6 calls through a queue of %d: it grows behind its head", cap(q.q), len(calls))
 	}
 }
+
+// A connection whose NIC is a thread (tcp) is cold until its first answer
+// (its driver yields the core more often meanwhile: group.go), then warm
+// for good; a shm connection is never cold.
+func TestConnColdUntilFirstAnswer(t *testing.T) {
+	for _, listen := range []string{"tcp://127.0.0.1:0", "shm://" + filepath.Join(t.TempDir(), "c.sock")} {
+		srv, err := jserver.New(jserver.Config{Listen: listen, Partitions: 1, Memory: 16 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		go srv.Serve(ctx)
+		var cfg config
+		cfg.engine.FetchDelayNS = -1
+		c, err := dial(ctx, srv.Addr(), cfg, groupFor(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tcp := listen[:3] == "tcp"
+		if c.cold.Load() != tcp {
+			t.Errorf("%s: cold %v before the first answer, want %v", listen[:3], c.cold.Load(), tcp)
+		}
+		if _, err := c.do(ctx, 0, rfp.OpGet, []byte("k"), nil, 0, nil); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s: GET: %v", listen[:3], err)
+		}
+		if c.cold.Load() {
+			t.Errorf("%s: cold after its first answer", listen[:3])
+		}
+		c.close()
+		srv.Close()
+		cancel()
+	}
+}
