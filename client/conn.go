@@ -500,7 +500,7 @@ func (c *conn) flushLocked() error {
 // deliverLocked hands finished requests to their callers.
 func (c *conn) deliverLocked(driver *waiter) (woke int) {
 	rs := c.eng.Results()
-	if len(rs) > 0 && c.cold.Load() {
+	if c.gather && len(rs) > 0 && c.cold.Load() {
 		c.cold.Store(false)
 	}
 	for _, r := range rs {

@@ -245,7 +245,7 @@ func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry, cold bool, now int6
 	for i := 0; i < len(g.active); {
 		cn := g.active[i]
 		n, bell, idle, room := cn.step(w, now)
-		cold = cold || cn.cold.Load()
+		cold = cold || cn.gather && cn.cold.Load() // shm conns are never cold: no load
 		woke += n
 		rang = rang || bell
 		hungry = hungry || room && n > 0
