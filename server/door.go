@@ -51,6 +51,10 @@ func (b doorBackend) MaxValue() int {
 }
 func (b doorBackend) Enqueue(p int, x *memcache.Batch) bool { return b.s.parts[p].enqueue(x) }
 
+// Polling says RFP clients are connected: the partitions poll the cores,
+// and the door's connections do not spin beside them.
+func (b doorBackend) Polling() bool { return b.s.clients.Load() > 0 }
+
 // Evicts reports whether the store evicts when full (stats settings'
 // evictions): not in store mode.
 func (b doorBackend) Evicts() bool { return !b.s.cfg.Store }

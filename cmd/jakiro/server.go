@@ -83,10 +83,19 @@ func serverCommand() *cli.Command {
 			&cli.StringFlag{Name: "memcached", Usage: "also serve the memcached protocol (ascii and binary) on this TCP address, e.g. 127.0.0.1:11211, on the same partitions and memory (off by default); beyond loopback it needs --auth-token (binary SASL PLAIN) or --insecure", EnvVars: []string{"JAKIRO_MEMCACHED"}},
 			sizeFlag("memcached-max-value", "1MiB", "largest value through the memcached door (memcached's item size, -I); the store takes the larger of it and --max-value, RFP clients keep --max-value (a longer value written through the door answers them 'too large')"),
 			&cli.DurationFlag{Name: "memcached-idle-timeout", Usage: "close a memcached connection that sends nothing for this long (0: never, as memcached: its clients keep pooled connections open; set it where untrusted clients could hold all 4096 door connections)", EnvVars: []string{"JAKIRO_MEMCACHED_IDLE_TIMEOUT"}},
+			&cli.DurationFlag{Name: "memcached-spin", Value: memcache.DefaultSpin, Usage: "after answering, a memcached connection polls its socket this long before it sleeps (0: never): a request within it is read without a thread wake-up; at most 16 connections at once, none while RFP clients are connected", EnvVars: []string{"JAKIRO_MEMCACHED_SPIN"}},
 			&cli.DurationFlag{Name: "send-timeout", Value: fabric.DefaultSendTimeout, Usage: "disconnect a client that takes none of the server's bytes this long (tcp)", EnvVars: []string{"JAKIRO_SEND_TIMEOUT"}},
 		},
 		Action: runServer,
 	}
+}
+
+// doorSpin is memcache.Config.Spin for --memcached-spin: 0 there is never.
+func doorSpin(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // authToken is --auth-token or the content of --auth-token-file (one of
@@ -218,7 +227,7 @@ func runServer(c *cli.Context) error {
 	var door *memcache.Door
 	if addr := c.String("memcached"); addr != "" {
 		door, err = memcache.Listen(memcache.Config{Addr: addr, AuthToken: token, Insecure: c.Bool("insecure"), Logf: cfg.Logf,
-			IdleTimeout: c.Duration("memcached-idle-timeout")}, srv.Door())
+			IdleTimeout: c.Duration("memcached-idle-timeout"), Spin: doorSpin(c.Duration("memcached-spin"))}, srv.Door())
 		if err != nil {
 			srv.Close()
 			return cli.Exit(err, exitError)

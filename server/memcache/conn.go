@@ -40,6 +40,9 @@ type conn struct {
 	drained bool                      // the last read left the socket empty
 	pumpErr error                     // what ended the pump, if anything
 	pumpCB  func(fd uintptr) bool     // pumpFn, bound once
+	waited  bool                      // pumpFn ran before in this wait
+	// spinEpoch: the door's spin epoch this connection may spin in.
+	spinEpoch uint64
 	// waitRead calls its argument, waiting for readability each time it
 	// returns false (the socket's RawConn.Read); nil: no pump.
 	waitRead func(func(fd uintptr) bool) error
@@ -178,7 +181,7 @@ func (c *conn) serve() {
 		// A get line under way waits for its rest within ReadTimeout
 		// (round), not in the pump, where waits are idle ones.
 		if c.waitRead != nil && c.r.Buffered() == 0 && !c.getMore {
-			c.drained, c.pumpErr, c.pumping = false, nil, true
+			c.drained, c.pumpErr, c.pumping, c.waited = false, nil, true, false
 			err := c.waitRead(c.pumpCB)
 			c.pumping = false
 			if errors.Is(err, os.ErrDeadlineExceeded) {

@@ -63,6 +63,10 @@ type Config struct {
 	// are. Set it where untrusted clients may hold connections to keep
 	// others out.
 	IdleTimeout time.Duration
+	// Spin is how long a connection polls its socket after a round before
+	// it waits in the netpoller (spin.go): 0 is DefaultSpin, negative
+	// never.
+	Spin time.Duration
 	// Logf logs refusals and errors, rate-limited by the caller; nil: none.
 	Logf func(format string, args ...any)
 }
@@ -131,6 +135,7 @@ type Door struct {
 	held                           atomic.Int64 // limiter.held of all connections now
 	started                        time.Time
 
+	spin             spinner
 	readers, writers sync.Pool // connections' bufio buffers
 	bufs             bufPool   // commands' grown value buffers
 }
@@ -170,7 +175,15 @@ func Listen(cfg Config, be Backend) (*Door, error) {
 }
 
 func newDoor(cfg Config, be Backend, ln net.Listener) *Door {
+	if cfg.Spin == 0 {
+		cfg.Spin = DefaultSpin
+	}
 	d := &Door{cfg: cfg, be: be, ln: ln, conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
+	d.spin.dur = int64(max(cfg.Spin, 0))
+	d.spin.epoch.Store(1) // a new connection (epoch 0) spins once the netpoller woke it
+	if p, ok := be.(interface{ Polling() bool }); ok {
+		d.spin.polling = p.Polling
+	}
 	d.readers.New = func() any { return bufio.NewReaderSize(nil, bufSize) }
 	d.writers.New = func() any { return bufio.NewWriterSize(nil, bufSize) }
 	return d

@@ -91,9 +91,24 @@ func (c *conn) pumpRead(p []byte) (int, error) {
 }
 
 // pumpFn is the RawConn.Read callback: false to wait for readability.
+// Called again after a wait, it was woken by the netpoller, which has
+// polled in this spin epoch (spin.go).
 func (c *conn) pumpFn(fd uintptr) bool {
 	c.fd = fd
-	return !c.pump()
+	if c.waited {
+		c.spinEpoch = c.d.spin.epoch.Load()
+	}
+	c.waited = true
+	for c.pump() {
+		got, stop := c.spin()
+		if stop {
+			return true
+		}
+		if !got {
+			return false
+		}
+	}
+	return true
 }
 
 // sysRead reads a non-blocking socket once: errWouldBlock when it is empty.
