@@ -13,7 +13,10 @@
 //     and the partition's goroutine runs them (Cmd.Exec) and signals the
 //     connection's Group. Answers go out in request order, in one write.
 //   - One goroutine per connection on Go's netpoller: no thread per
-//     connection.
+//     connection. After a round a connection polls its socket for
+//     Config.Spin before it waits there (spin.go): in epochs, so that the
+//     netpoller still polls for everyone else, by at most spinMax
+//     connections, and not while the Backend's partitions poll.
 //   - Every wait is bounded: a round's bytes after its first must arrive
 //     within ReadTimeout, its answers must be taken within WriteTimeout (a
 //     client that does not read is disconnected), the partitions must
