@@ -144,6 +144,7 @@ func newConn(d *Door, nc net.Conn) *conn {
 		authed: d.cfg.AuthToken == ""}
 	if r := newRawIO(nc); r != nil {
 		c.sock, c.waitRead = r, r.rc.Read
+		d.spin.add(r.rc)
 	}
 	c.readNow = func(p []byte) (int, error) { return sysRead(c.fd, p) }
 	c.pumpCB = c.pumpFn

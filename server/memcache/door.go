@@ -181,6 +181,7 @@ func newDoor(cfg Config, be Backend, ln net.Listener) *Door {
 	d := &Door{cfg: cfg, be: be, ln: ln, conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), started: time.Now()}
 	d.spin.dur = int64(max(cfg.Spin, 0))
 	d.spin.epoch.Store(1) // a new connection (epoch 0) spins once the netpoller woke it
+	d.spin.watch = -1
 	if p, ok := be.(interface{ Polling() bool }); ok {
 		d.spin.polling = p.Polling
 	}
@@ -196,6 +197,9 @@ func (d *Door) Addr() string { return d.ln.Addr().String() }
 // own goroutine on Go's netpoller (no thread per connection). It then
 // closes the door and returns nil.
 func (d *Door) Serve(ctx context.Context) error {
+	if d.spin.dur > 0 {
+		d.spin.openWatch(d.ln)
+	}
 	stopCtx := context.AfterFunc(ctx, func() { d.Close() })
 	defer stopCtx()
 	for {
@@ -275,6 +279,7 @@ func (d *Door) Close() error {
 		d.mu.Unlock()
 	})
 	d.wg.Wait()
+	d.spin.closeWatch()
 	return nil
 }
 

@@ -62,8 +62,10 @@ func TestSpinReadsWhatComes(t *testing.T) {
 	if b, _ := c.r.Peek(c.r.Buffered()); string(b) != "get k\r\n" {
 		t.Fatalf("buffered %q", b)
 	}
-	if n := d.spin.n.Load(); n != 0 {
-		t.Fatalf("%d spinners left counted", n)
+	for i := range d.spin.slots {
+		if fd := d.spin.slots[i].Load(); fd != 0 {
+			t.Fatalf("slot %d still holds socket %d", i, fd-1)
+		}
 	}
 }
 
@@ -101,7 +103,9 @@ func TestSpinNot(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			if name == "spinners-max" {
-				d.spin.n.Store(spinMax)
+				for i := range d.spin.slots {
+					d.spin.slots[i].Store(int32(1000 + i))
+				}
 			}
 			d.spin.epochEnd.Store(mono() + int64(time.Hour))
 			c, _ := spinConn(t, d)
@@ -110,6 +114,49 @@ func TestSpinNot(t *testing.T) {
 			c.readNow = func(p []byte) (int, error) { reads++; return sys(p) }
 			if got, stop := c.spin(); got || stop || reads != 0 {
 				t.Fatalf("spin = %v, %v after %d reads; want no spinning", got, stop, reads)
+			}
+		})
+	}
+}
+
+// Bytes for a connection that sleeps in the netpoller, or a connection
+// for the listener, end a spinner's epoch at once: the netpoller, which
+// does not poll while anything spins, gets to see them.
+func TestSpinEndsEpochForSleeper(t *testing.T) {
+	for _, what := range []string{"request", "connection"} {
+		t.Run(what, func(t *testing.T) {
+			d := spinDoor(t, time.Minute, newTestBackend(t, 1, true))
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			d.spin.openWatch(ln)
+			defer d.spin.closeWatch()
+			if d.spin.watch < 0 {
+				t.Fatal("no epoll set")
+			}
+			spinner, _ := spinConn(t, d)
+			_, sleeper := spinConn(t, d)
+			d.spin.epochEnd.Store(mono() + int64(time.Hour))
+			e := d.spin.epoch.Load()
+			go func() {
+				time.Sleep(20 * time.Millisecond)
+				if what == "request" {
+					sleeper.Write([]byte("get k\r\n"))
+				} else if nc, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+					nc.Close()
+				}
+			}()
+			start := time.Now()
+			if got, stop := spinner.spin(); got || stop {
+				t.Fatalf("spin = %v, %v; want a wait", got, stop)
+			}
+			if took := time.Since(start); took > 30*time.Second {
+				t.Fatalf("spun %v of a minute past a sleeper's %s", took, what)
+			}
+			if d.spin.epoch.Load() == e {
+				t.Fatal("the epoch did not end")
 			}
 		})
 	}
