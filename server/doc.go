@@ -40,9 +40,10 @@
 // Server.Door is the memcache.Backend of package server/memcache: door
 // connections hand each partition their commands in batches through the
 // partition's inbox, which its goroutine runs once per pass; a sleeping
-// partition is rung. A partition with no RFP client sleeps without spinning
-// and lends its store (a token) to the door meanwhile: a connection that
-// takes the token runs its batch itself. Only the token's holder touches
+// partition is rung. A sleeping partition (at once with no RFP client,
+// else once its clients sent nothing for its spin; door batches do not
+// keep it awake) lends its store (a token) to the door meanwhile: a
+// connection that takes the token runs its batch itself. Only the token's holder touches
 // the store, so access stays exclusive; the partition takes the token back
 // when it wakes and keeps it when it stops (door.go).
 //

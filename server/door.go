@@ -17,14 +17,16 @@ import (
 // rung.
 //
 // Exclusive access holds through a token (partition.token): the
-// partition's goroutine holds it while awake. A partition with no RFP
-// client at all sleeps without spinning and lends the token while it
-// sleeps; a door connection that takes it runs its batch itself, at no
-// hand-over cost, as a memcached worker thread would, and gives it back.
-// The partition takes it back when it wakes (waiting out one batch at
-// most) and holds it when it stops, so the store is never freed under a
-// connection. While RFP clients are connected nothing is lent: their hot
-// path pays nothing for the door.
+// partition's goroutine holds it while awake. A partition lends the token
+// while it sleeps on its bell: at once with no RFP client, else once its
+// RFP clients sent nothing for its spin (door batches do not keep it
+// awake). A door connection that takes the token runs its batch itself,
+// at no hand-over cost, as a memcached worker thread would, and gives it
+// back. The partition takes it back when it wakes (an RFP request waits
+// out one batch at most) and holds it when it stops, so the store is
+// never freed under a connection. While RFP clients keep it awake nothing
+// is lent: their hot path pays nothing for the door, whose batches go
+// through the inbox.
 
 // inbox is a partition's queue of door batches.
 type inbox struct {
@@ -51,8 +53,11 @@ func (b doorBackend) MaxValue() int {
 }
 func (b doorBackend) Enqueue(p int, x *memcache.Batch) bool { return b.s.parts[p].enqueue(x) }
 
-// Polling says RFP clients are connected: the partitions poll the cores,
-// and the door's connections do not spin beside them.
+// Polling says RFP clients are connected: the door's connections do not
+// spin beside them. Spinning while their partitions sleep (lent) would
+// double the door's rate beside an idle client, but an RFP request then
+// waits for a core to wake its partition on: p99 4.4 ms against 0.8 ms
+// for a GET every 2 ms beside the door at full load, on 2 cores.
 func (b doorBackend) Polling() bool { return b.s.clients.Load() > 0 }
 
 // Evicts reports whether the store evicts when full (stats settings'

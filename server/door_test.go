@@ -109,8 +109,9 @@ func TestDoorSharesPartitions(t *testing.T) {
 
 // TestDoorUnderLoadAndClose: connections hammer the door of partitions
 // that lend their stores, an RFP client arrives meanwhile (the partitions
-// stop lending), then the server closes under them: nothing is lost
-// before, nothing crashes after, every connection ends.
+// take their stores back for its requests and lend them again once it is
+// idle), then the server closes under them: nothing is lost before,
+// nothing crashes after, every connection ends.
 func TestDoorUnderLoadAndClose(t *testing.T) {
 	listen := "shm://" + filepath.Join(t.TempDir(), "jakiro.sock")
 	srv, err := server.New(server.Config{Listen: listen, Partitions: 2, Memory: 64 << 20, MaxValue: 64 << 10})

@@ -65,8 +65,8 @@ type partition struct {
 	sweepLeft int   // peers it has still to look at
 	sweepAt   int   // next index into all
 	inbox     inbox // the memcached door's commands (door.go)
-	// token is 1 while a goroutine holds the store: the partition's, or
-	// while it sleeps with no RFP client, a door connection (door.go).
+	// token says who holds the store: the partition's goroutine, or while
+	// it sleeps, a door connection (door.go).
 	token  atomic.Int32
 	reqs   [maxPerPass]rfp.Request
 	val    []byte // a response's value, before it goes into the ring
@@ -170,16 +170,20 @@ func (p *partition) run() {
 				p.startSweep()
 			}
 		}
-		var work int
+		// Door batches keep a partition with bells no more awake than its
+		// RFP clients do: asleep, it lends the store, and the door's
+		// connections run their batches themselves (door.go).
+		var door int
 		if p.inbox.n.Load() != 0 {
-			work = p.serveDoor()
+			door = p.serveDoor()
 		}
+		var work int
 		if bells {
-			work += p.bellPass(now)
+			work = p.bellPass(now)
 		} else {
-			work += p.scan(p.all, now)
+			work = p.scan(p.all, now)
 		}
-		if work > 0 {
+		if work > 0 || door > 0 && !bells {
 			lastWork, idlePasses = now, 0
 			continue
 		}
@@ -245,15 +249,10 @@ func (p *partition) run() {
 			pass = -1
 			continue
 		}
-		lent := len(p.all) == 0
-		if lent {
-			p.lend() // door.go: a door connection may run its commands itself
-		}
+		p.lend() // door.go: a door connection may run its commands itself
 		rang := p.checkBell(time.Duration(houseAt + asleepHousekeep - now))
 		p.wake() // first: door connections stop taking the token
-		if lent {
-			p.takeBack()
-		}
+		p.takeBack()
 		pass = -1
 		woke := s.now()
 		spin.slept(woke-now, rang)
