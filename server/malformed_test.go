@@ -51,13 +51,25 @@ func dialRaw(t *testing.T, addr string) *rawClient {
 // send WRITEs b as the next request record of partition p (small records:
 // the tests never fill a lap).
 func (r *rawClient) send(p int, seq uint32, b []byte) {
+	if !r.sendOrGone(p, seq, b) {
+		r.t.Fatal(fabric.ErrPeerGone)
+	}
+}
+
+// sendOrGone is send for an attacker: false if the server has closed the
+// connection already (what the attack is to bring about).
+func (r *rawClient) sendOrGone(p int, seq uint32, b []byte) bool {
 	l := r.w.Layout
 	off := l.ReqBase(p) + int(r.wpos[p]%uint64(l.ReqRing))
 	copy(r.local.Bytes()[off:], b)
 	if err := fabric.Write(r.conn, r.local, off, r.w.Grant, uint64(off), len(b)); err != nil {
+		if errors.Is(err, fabric.ErrPeerGone) {
+			return false
+		}
 		r.t.Fatal(err)
 	}
 	r.wpos[p] += uint64(len(b))
+	return true
 }
 
 // skipLap moves p's request ring to its next lap: where the server looks
