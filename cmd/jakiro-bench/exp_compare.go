@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/jakiro-kv/jakiro/client"
 	"os"
 	"slices"
 	"strings"
@@ -60,6 +61,9 @@ type system struct {
 	// (srv, with Memcached set); mcThreads: memcached's -t (default 1).
 	door      bool
 	mcThreads int
+	// rfpIdle: an RFP client stays connected to the door's server, idle,
+	// through the run (door only).
+	rfpIdle bool
 	// hogs: CPU-bound processes beside each run phase (exp_busyhost.go).
 	hogs int
 }
@@ -255,6 +259,14 @@ func compareOne(e *env, s system, base *properties.Properties, records int, thre
 		}
 		stop, pid = srv.Stop, srv.cmd.Process.Pid
 		p.Set("memcached.addr", srv.DoorAddr)
+		if s.rfpIdle {
+			c, err := client.Dial(e.Ctx, srv.Addr)
+			if err != nil {
+				srv.Stop()
+				return fmt.Errorf("%s: dialling the idle RFP client: %w", s.name, err)
+			}
+			stop = func() { c.Close(); srv.Stop() }
+		}
 	case s.db == "jakiro":
 		srv, err := startServer(s.srv)
 		if err != nil {

@@ -27,10 +27,11 @@ func runDoor(e *env) error {
 	// per partition: with no RFP client its partitions sleep, and a
 	// spare P makes the netpoller wake a second thread for connections
 	// that one would serve. memcached last: the doors are judged by it.
-	sys := func(parts int) [3]system {
-		return [3]system{
+	sys := func(parts int) [4]system {
+		return [4]system{
 			{name: fmt.Sprintf("jakiro-door-p%d", parts), db: "memcached", door: true, srv: serverOpts{Partitions: parts, Procs: machineProcs}},
 			{name: fmt.Sprintf("jakiro-door-p%d-gomaxprocs%d", parts, parts), db: "memcached", door: true, srv: serverOpts{Partitions: parts, Procs: parts}},
+			{name: fmt.Sprintf("jakiro-door-p%d-rfpidle", parts), db: "memcached", door: true, rfpIdle: true, srv: serverOpts{Partitions: parts, Procs: machineProcs}},
 			{name: fmt.Sprintf("memcached-t%d", parts), db: "memcached", mcThreads: parts},
 		}
 	}
@@ -58,9 +59,10 @@ func runDoor(e *env) error {
 		Settings: []string{e.idleSetting(), "workload: " + source + fmt.Sprintf(" (recordcount=%d), batch.size=1", records),
 			fmt.Sprintf("go-ycsb v1.0.1 core workload in this process through jakiro-bench's gomemcache driver (memcached ascii protocol) for both systems; run phase bounded to %v per point; each point the median of %d interleaved repetitions (min, max beside)", runDur, e.reps()),
 			"jakiro-door-pN: a jakiro server process (shm listener, no RFP client) with N partitions and its memcached door on 127.0.0.1, at the machine's GOMAXPROCS, as `jakiro server --partitions N --memcached` runs (which, a second after start with no RFP client, runs with one P per partition: server/procs.go); jakiro-door-pN-gomaxprocsN: the same at GOMAXPROCS N (one P per partition, as memcached -t N has N workers)",
+			"jakiro-door-pN-rfpidle: jakiro-door-pN with an RFP client connected to its server, idle, through the run (its partitions sleep and lend their stores to the door, as with none)",
 			"memcached-tN: memcached -t N -m 512 -U 0 on 127.0.0.1",
 			"p50_us, p99_us: medians over the repetitions of each one's percentile; errors: summed over them; client_us_per_op, server_us_per_op: the load generator's and the server process's CPU per operation (the server's from /proc in 10 ms ticks, every thread), medians; *_vs_memcached: the door's median over memcached's at the same threads"}}
-	bars := []series{{Name: "jakiro door (defaults)"}, {Name: "jakiro door (GOMAXPROCS = partitions)"}, {Name: "memcached -t N"}}
+	bars := []series{{Name: "jakiro door (defaults)"}, {Name: "jakiro door (GOMAXPROCS = partitions)"}, {Name: "jakiro door beside an idle RFP client"}, {Name: "memcached -t N"}}
 	var labels []string
 	for k, pair := range doorPairs {
 		labels = append(labels, fmt.Sprintf("%d partition(s) / thread(s), %d load threads", pair.partitions, pair.threads))
