@@ -38,6 +38,14 @@ func spinConn(t *testing.T, d *Door) (*conn, net.Conn) {
 	return c, cl
 }
 
+// countReads counts c's socket reads from now on.
+func countReads(c *conn) *int {
+	n := new(int)
+	sys := c.readNow
+	c.readNow = func(p []byte) (int, error) { *n++; return sys(p) }
+	return n
+}
+
 func spinDoor(t *testing.T, spin time.Duration, be Backend) *Door {
 	return newDoor(Config{ReadTimeout: time.Second, WriteTimeout: time.Second, RunTimeout: time.Second, Spin: spin}, be, nil)
 }
@@ -87,11 +95,9 @@ func TestSpinStopsAtEpochEnd(t *testing.T) {
 	if d.spin.epoch.Load() == e {
 		t.Fatal("the epoch did not advance")
 	}
-	reads := 0
-	sys := c.readNow
-	c.readNow = func(p []byte) (int, error) { reads++; return sys(p) }
-	if got, stop := c.spin(); got || stop || reads != 0 {
-		t.Fatalf("spin in an ended epoch = %v, %v after %d reads; want a wait at once", got, stop, reads)
+	reads := countReads(c)
+	if got, stop := c.spin(); got || stop || *reads != 0 {
+		t.Fatalf("spin in an ended epoch = %v, %v after %d reads; want a wait at once", got, stop, *reads)
 	}
 }
 
@@ -109,11 +115,9 @@ func TestSpinNot(t *testing.T) {
 			}
 			d.spin.epochEnd.Store(mono() + int64(time.Hour))
 			c, _ := spinConn(t, d)
-			reads := 0
-			sys := c.readNow
-			c.readNow = func(p []byte) (int, error) { reads++; return sys(p) }
-			if got, stop := c.spin(); got || stop || reads != 0 {
-				t.Fatalf("spin = %v, %v after %d reads; want no spinning", got, stop, reads)
+			reads := countReads(c)
+			if got, stop := c.spin(); got || stop || *reads != 0 {
+				t.Fatalf("spin = %v, %v after %d reads; want no spinning", got, stop, *reads)
 			}
 		})
 	}
