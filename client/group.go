@@ -186,17 +186,22 @@ func (g *pollGroup) awaitFrom(ctx context.Context, w *waiter, err error) error {
 func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 	var unyielded int
 	var gosched, ctxAt, osYield int64
+	var stall stallWatch
 	for {
-		woke, rang, hungry, cold, now := g.pass(w)
+		woke, rang, hungry, cold, local, now := g.pass(w)
 		yieldNS := int64(osYieldNS)
 		if cold {
 			yieldNS = osYieldColdNS
 		}
-		if w.pending.Load() == 0 {
+		left := w.pending.Load()
+		if left == 0 {
 			return nil
 		}
 		if gosched == 0 {
 			gosched, ctxAt, osYield = now+goschedNS, now+ctxNS, now+yieldNS
+		}
+		if stall.due(now, woke, left) && local {
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		}
 		if rang {
 			// The partition we woke may wait for this very core (the
@@ -238,14 +243,16 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 // rings, posts, completions, answers to their callers (woken, but w, the
 // driver). It reports how many callers it woke, whether it rang a blocked
 // partition, whether a connection has room and nothing queued for it,
-// whether one is cold, and the clock it read.
-func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry, cold bool, now int64) {
+// whether one is cold, whether one's server shares this host's memory
+// (its READs are copies: shm), and the clock it read.
+func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry, cold, local bool, now int64) {
 	g.takeIncoming()
 	now = clock()
 	for i := 0; i < len(g.active); {
 		cn := g.active[i]
 		n, bell, idle, room := cn.step(w, now)
 		cold = cold || cn.gather && cn.cold.Load() // shm conns are never cold: no load
+		local = local || cn.copyReads
 		woke += n
 		rang = rang || bell
 		hungry = hungry || room && n > 0
@@ -257,7 +264,7 @@ func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry, cold bool, now int6
 		}
 		i++
 	}
-	return woke, rang, hungry, cold, now
+	return woke, rang, hungry, cold, local, now
 }
 
 // wakeEnded wakes the parked callers whose context ended, so that they

@@ -1,0 +1,38 @@
+package client
+
+// stallNS: how long a driver sees no answer come in before it gives its
+// core away (sched_yield), where the server shares this host (shm).
+//
+// There, answers stall when the partition's thread lost its core, most
+// often to this very process: on 2 cores, go-ycsb at GOMAXPROCS 2 runs
+// its callers on a second thread beside the driver's, three threads for
+// two cores with the partition's. Spinning on only keeps the partition
+// off longer. Measured on 2 cores (compare at defaults, go-ycsb 95/5,
+// 3 s points, interleaved): 64 threads 608-640 k -> 771-801 k ops/s, 4
+// threads 627-652 k -> 683-718 k; 3, 5, 10 and 20 us all within that
+// spread, GOMAXPROCS 1 unchanged (853-867 k). Not over tcp, where an
+// answer takes ~10 us anyway and yielding that often made one-at-a-time
+// latency 12-17% slower (osYieldColdNS).
+const stallNS = 10_000
+
+// stallWatch tells a driver when its group's answers have stalled: no
+// caller woken and none of the driver's own calls done for stallNS, then
+// again every stallNS while that lasts. Pure: the driver brings the clock.
+type stallWatch struct {
+	left int32 // the driver's calls not done, at the last progress
+	at   int64 // when the stall is due; 0 before the first pass
+}
+
+// due takes one pass (its clock, callers it woke, the driver's calls
+// left) and says whether the stall is due now.
+func (s *stallWatch) due(now int64, woke int, left int32) bool {
+	if woke > 0 || left != s.left || s.at == 0 {
+		s.left, s.at = left, now+stallNS
+		return false
+	}
+	if now < s.at {
+		return false
+	}
+	s.at = now + stallNS
+	return true
+}

@@ -1,0 +1,30 @@
+package client
+
+import "testing"
+
+func TestStallWatch(t *testing.T) {
+	var s stallWatch
+	steps := []struct {
+		now  int64
+		woke int
+		left int32
+		want bool
+	}{
+		{100, 0, 3, false},                 // first pass: the watch starts
+		{100 + stallNS - 1, 0, 3, false},   // not yet
+		{100 + stallNS, 0, 3, true},        // stalled
+		{100 + stallNS + 1, 0, 3, false},   // once per stallNS
+		{100 + 2*stallNS, 0, 3, true},      // still stalled
+		{100 + 2*stallNS + 5, 1, 3, false}, // a caller woken: progress
+		{100 + 3*stallNS + 4, 0, 3, false}, // counted from that progress
+		{100 + 3*stallNS + 5, 0, 3, true},  //
+		{100 + 3*stallNS + 6, 0, 2, false}, // one of the driver's own calls done
+		{100 + 4*stallNS + 5, 0, 2, false}, //
+		{100 + 4*stallNS + 6, 0, 2, true},  //
+	}
+	for i, st := range steps {
+		if got := s.due(st.now, st.woke, st.left); got != st.want {
+			t.Fatalf("step %d (now %d, woke %d, left %d): due %v, want %v", i, st.now, st.woke, st.left, got, st.want)
+		}
+	}
+}
