@@ -23,7 +23,8 @@
 // A group with nothing in flight spins nowhere, and a process spins on
 // at most as many cores as it has groups, so a client on the server's
 // machine (shm, loopback tcp) leaves the server's partitions the cores
-// they need. Nothing the whole
+// they need; on shm a driver whose answers stall for 10 µs (the
+// partition's thread lost its core) gives its own core away at once. Nothing the whole
 // process shares is written on the operation path. For throughput from
 // one goroutine, a Batch pipelines many operations over every partition's
 // window at once. Mode (auto, rfp, reply, hybrid) and the remote fetch
