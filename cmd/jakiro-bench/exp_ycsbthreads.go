@@ -85,7 +85,7 @@ func runYCSBThreads(e *env) error {
 		"p50_us", "p99_us", "errors", "round_trips_per_op", "vs_best"), spreadCols("gen_ops_per_sec")...), "gen_vs_best", "vs_best_bound"),
 		Settings: []string{e.idleSetting(), "server: " + o.withDefaults().String() + ", shm fabric",
 			"workload: " + source + fmt.Sprintf(" (recordcount=%d) with readproportion=1, updateproportion=0: read-only, uniform", records),
-			fmt.Sprintf("go-ycsb v1.0.1 in this process, jakiro driver defaults (jakiro.conns=auto: a client per thread up to 4 threads per GOMAXPROCS, else 2 clients per GOMAXPROCS shared), batch.size=1; run bounded to %v; each point the median of %d interleaved repetitions", runDur, e.reps()),
+			fmt.Sprintf("go-ycsb v1.0.1 in this process, jakiro driver defaults (jakiro.conns=auto: one client.Client shared by every thread), batch.size=1; run bounded to %v; each point the median of %d interleaved repetitions", runDur, e.reps()),
 			"latency columns: the last repetition's",
 			"gen_*: go-ycsb against " + yieldDBName + ", a database that only yields its thread once per operation: the load generator's own ceiling at that thread count (gen_vs_best: its ratio to its own best)",
 			"vs_best_bound: the ratio to the best Jakiro would reach at that thread count if, from its best point, only the load generator's time per operation (1/gen_ops_per_sec) changed; empty unless GOMAXPROCS is 1 (with more Ps a yielding goroutine is handed between threads and noop-yield is no ceiling)"}}
