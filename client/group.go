@@ -188,7 +188,7 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 	var gosched, ctxAt, osYield int64
 	var stall stallWatch
 	for {
-		woke, rang, hungry, cold, local, now := g.pass(w)
+		woke, rang, hungry, cold, now := g.pass(w)
 		yieldNS := int64(osYieldNS)
 		if cold {
 			yieldNS = osYieldColdNS
@@ -200,9 +200,6 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 		if gosched == 0 {
 			gosched, ctxAt, osYield = now+goschedNS, now+ctxNS, now+yieldNS
 		}
-		if stall.due(now, woke, left) && local {
-			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		}
 		if rang {
 			// The partition we woke may wait for this very core (the
 			// kernel often runs a woken thread where its waker runs).
@@ -213,6 +210,11 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 		// at once where a ring has room with nothing queued for it, else
 		// within the yield interval, so several wake-ups share one yield.
 		if unyielded > 0 && hungry || now >= gosched {
+			// Looked at here, not every pass: a pass of a lone
+			// caller's wait is tens of nanoseconds.
+			if stall.due(now, unyielded, left) && g.local() {
+				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			}
 			unyielded = 0
 			gosched = now + goschedNS
 			runtime.Gosched()
@@ -243,16 +245,14 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 // rings, posts, completions, answers to their callers (woken, but w, the
 // driver). It reports how many callers it woke, whether it rang a blocked
 // partition, whether a connection has room and nothing queued for it,
-// whether one is cold, whether one's server shares this host's memory
-// (its READs are copies: shm), and the clock it read.
-func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry, cold, local bool, now int64) {
+// whether one is cold, and the clock it read.
+func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry, cold bool, now int64) {
 	g.takeIncoming()
 	now = clock()
 	for i := 0; i < len(g.active); {
 		cn := g.active[i]
 		n, bell, idle, room := cn.step(w, now)
 		cold = cold || cn.gather && cn.cold.Load() // shm conns are never cold: no load
-		local = local || cn.copyReads
 		woke += n
 		rang = rang || bell
 		hungry = hungry || room && n > 0
@@ -264,7 +264,18 @@ func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry, cold, local bool, n
 		}
 		i++
 	}
-	return woke, rang, hungry, cold, local, now
+	return woke, rang, hungry, cold, now
+}
+
+// local says whether a busy connection's server shares this host's
+// memory (its READs are copies: shm).
+func (g *pollGroup) local() bool {
+	for _, cn := range g.active {
+		if cn.copyReads {
+			return true
+		}
+	}
+	return false
 }
 
 // wakeEnded wakes the parked callers whose context ended, so that they

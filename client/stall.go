@@ -17,14 +17,16 @@ const stallNS = 10_000
 
 // stallWatch tells a driver when its group's answers have stalled: no
 // caller woken and none of the driver's own calls done for stallNS, then
-// again every stallNS while that lasts. Pure: the driver brings the clock.
+// again every stallNS while that lasts. The driver asks at its yields
+// (every goschedNS at least), with the callers woken since the last.
+// Pure: the driver brings the clock.
 type stallWatch struct {
 	left int32 // the driver's calls not done, at the last progress
 	at   int64 // when the stall is due; 0 before the first pass
 }
 
-// due takes one pass (its clock, callers it woke, the driver's calls
-// left) and says whether the stall is due now.
+// due takes the clock, the callers woken since the last call and the
+// driver's calls left, and says whether the stall is due now.
 func (s *stallWatch) due(now int64, woke int, left int32) bool {
 	if woke > 0 || left != s.left || s.at == 0 {
 		s.left, s.at = left, now+stallNS
