@@ -380,19 +380,22 @@ func (c *conn) retire() bool {
 }
 
 // handTo hands the group's driving to a caller with a call on this
-// connection, other than the driver w; false if there is none.
-func (c *conn) handTo(w *waiter) bool {
+// connection, other than the driver w, and returns it; nil if there is
+// none.
+func (c *conn) handTo(w *waiter) *waiter {
 	for i := 0; c.slotted > 0 && i < len(c.slotCall); i++ {
-		cl := c.slotCall[i]
-		if cl != nil && cl.w != w && cl.state.Load() == callSent && cl.w.hand() {
-			return true
+		if cl := c.slotCall[i]; cl != nil {
+			// cl is its caller's again once handed: read before.
+			if h := cl.w; h != w && cl.state.Load() == callSent && h.hand(c.g.num) {
+				return h
+			}
 		}
 	}
 	for p := range c.fifo {
 		q := &c.fifo[p]
 		for _, cl := range q.q[q.h:] {
-			if cl.w != w && cl.state.Load() == callQueued && cl.w.hand() {
-				return true
+			if h := cl.w; h != w && cl.state.Load() == callQueued && h.hand(c.g.num) {
+				return h
 			}
 		}
 	}
@@ -403,12 +406,12 @@ func (c *conn) handTo(w *waiter) bool {
 		c.inMu.Lock()
 		defer c.inMu.Unlock()
 		for _, cl := range c.inbox {
-			if cl.w != w && cl.state.Load() == callQueued && cl.w.hand() {
-				return true
+			if h := cl.w; h != w && cl.state.Load() == callQueued && h.hand(c.g.num) {
+				return h
 			}
 		}
 	}
-	return false
+	return nil
 }
 
 // wakeEnded wakes the callers of this connection's calls whose context

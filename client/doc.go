@@ -17,7 +17,10 @@
 // moves every queued request of the group's connections into their rings
 // (one WRITE per partition for all of them), polls the answers and
 // wakes exactly the callers they belong to; when its own answers are in
-// it hands the role to a caller still waiting. Over tcp, where a post is
+// it hands the role to a caller still waiting, and while the group has
+// few callers (128) a caller that runs before the one handed it takes the
+// role over rather than park (so the group is not left undriven while the
+// handed one waits in the run queue). Over tcp, where a post is
 // a send, it holds the new calls of callers it answered together until
 // they have all called again (20 µs at most), so they share one send.
 // A group with nothing in flight spins nowhere, and a process spins on
@@ -25,7 +28,8 @@
 // machine (shm, loopback tcp) leaves the server's partitions the cores
 // they need; on shm a driver whose answers stall for 10 µs (the
 // partition's thread lost its core) gives its own core away at once. Nothing the whole
-// process shares is written on the operation path. For throughput from
+// process shares is written on the operation path (a group's caller
+// count is its group's: its callers mostly run on one P). For throughput from
 // one goroutine, a Batch pipelines many operations over every partition's
 // window at once. Mode (auto, rfp, reply, hybrid) and the remote fetch
 // size are options; Counters report fabric round trips, retries and

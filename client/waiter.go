@@ -92,7 +92,7 @@ func (c *call) abandon() bool {
 type waiter struct {
 	wake    chan struct{}
 	pending atomic.Int32  // calls not done
-	role    atomic.Uint32 // roleWaiting, roleHanded or roleGone
+	role    atomic.Uint32 // roleWaiting, roleGone, or roleHanded + the handing group's num
 	one     call          // the call of a single operation
 	seen    []*conn       // handOff's scratch
 	// ctx is the waiting caller's context, set before its calls are
@@ -103,11 +103,13 @@ type waiter struct {
 
 // A waiter is handed its group's driving only while it waits: the driver
 // and a leaving waiter settle it with one compare-and-swap each, so the
-// role never goes to a caller that has returned.
+// role never goes to a caller that has returned. A hand names its group,
+// so that a hand not taken yet can be taken back for that group
+// (pollGroup.steal) and for no other.
 const (
 	roleWaiting uint32 = iota
-	roleHanded
 	roleGone
+	roleHanded // + pollGroup.num
 )
 
 // begin readies w for new calls.
@@ -116,9 +118,9 @@ func (w *waiter) begin(calls int) {
 	w.role.Store(roleWaiting)
 }
 
-// hand gives w the driving; false if it has left.
-func (w *waiter) hand() bool {
-	if !w.role.CompareAndSwap(roleWaiting, roleHanded) {
+// hand gives w the driving of group num; false if it has left.
+func (w *waiter) hand(num uint32) bool {
+	if !w.role.CompareAndSwap(roleWaiting, roleHanded+num) {
 		return false
 	}
 	w.signal()
@@ -127,13 +129,28 @@ func (w *waiter) hand() bool {
 
 // handed takes the role w was handed, if any.
 func (w *waiter) handed() bool {
-	return w.role.Load() == roleHanded && w.role.CompareAndSwap(roleHanded, roleWaiting)
+	r := w.role.Load()
+	return r >= roleHanded && w.role.CompareAndSwap(r, roleWaiting)
+}
+
+// unhand takes back group num's role from w if w has not taken it yet;
+// w's token then only makes it look again.
+func (w *waiter) unhand(num uint32) bool {
+	return w.role.CompareAndSwap(roleHanded+num, roleWaiting)
 }
 
 // leave marks w gone; true if it was handed the driving on the way out,
 // which it must then pass on.
 func (w *waiter) leave() bool {
-	return !w.role.CompareAndSwap(roleWaiting, roleGone)
+	for {
+		r := w.role.Load()
+		if r == roleGone {
+			return false
+		}
+		if w.role.CompareAndSwap(r, roleGone) {
+			return r >= roleHanded
+		}
+	}
 }
 
 // waiters are reused per P (sync.Pool), so parking allocates nothing.
