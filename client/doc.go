@@ -20,7 +20,9 @@
 // it hands the role to a caller still waiting, and while the group has
 // few callers (128) a caller that runs before the one handed it takes the
 // role over rather than park (so the group is not left undriven while the
-// handed one waits in the run queue). Over tcp, where a post is
+// handed one waits in the run queue); with more callers a driver drives on
+// 40 µs past its own answers, so the role changes hands less often. Over
+// tcp, where a post is
 // a send, it holds the new calls of callers it answered together until
 // they have all called again (20 µs at most), so they share one send.
 // A group with nothing in flight spins nowhere, and a process spins on
