@@ -194,6 +194,13 @@ func (g *pollGroup) awaitHeld(ctx context.Context, w *waiter) error {
 		err = g.drive(ctx, w)
 	}
 	g.release(w)
+	if err == nil && w.pending.Load() == 0 {
+		// Done, having held the role throughout: no driver could hand
+		// it the role (its calls were never another's to hand from), so
+		// it leaves without awaitFrom's bookkeeping (atomics on the
+		// one-at-a-time path).
+		return nil
+	}
 	return g.awaitFrom(ctx, w, err)
 }
 

@@ -49,6 +49,17 @@ func (c *call) reset(w *waiter, p int, op rfp.Op, key, value []byte, ttl uint32,
 // finish records the outcome and tells the caller, unless it gave up;
 // true if it woke the caller. Only the driver calls it.
 func (c *call) finish(st rfp.Status, val []byte, err error, driver *waiter) bool {
+	if c.w == driver {
+		// The driver's own call: its caller is driving, so it cannot be
+		// abandoning it.
+		c.st, c.err = st, err
+		if err == nil {
+			c.val = append(c.val, val...)
+		}
+		c.state.Store(callDone)
+		driver.pending.Add(-1)
+		return false
+	}
 	if !c.state.CompareAndSwap(callSent, callFinishing) && !c.state.CompareAndSwap(callQueued, callFinishing) {
 		return false // abandoned: its caller reads nothing of it, and owns val again
 	}
