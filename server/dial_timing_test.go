@@ -19,7 +19,8 @@ import (
 // source address over tcp), against a one-partition server at its
 // defaults; and memcached's connect + get + close on loopback in the same
 // run when it is installed. Reports the median and 99th percentile of one
-// join, and each fabric's ratio to memcached.
+// join, and each fabric's ratio to memcached; and the socket floor
+// (dialfloor_test.go) beside shm's.
 func BenchmarkDial(b *testing.B) {
 	p := map[string][2]float64{}
 	key, val := []byte("dial-key-0000001"), make([]byte, 32)
@@ -52,6 +53,11 @@ func BenchmarkDial(b *testing.B) {
 			})
 		})
 	}
+	b.Run("unix-floor", func(b *testing.B) {
+		path := startSocketFloor(b)
+		buf := make([]byte, floorMsg+1)
+		p["unix-floor"] = timeJoins(b, func() error { return socketFloorJoin(path, buf) })
+	})
 	b.Run("memcached", func(b *testing.B) {
 		mc := startMemcached(b)
 		if _, err := mc.roundTrip(fmt.Sprintf("set %s 0 0 %d\r\n%s\r\n", key, len(val), val)); err != nil {
@@ -81,6 +87,10 @@ func BenchmarkDial(b *testing.B) {
 			}
 		})
 	})
+	if f, s := p["unix-floor"], p["shm"]; f[0] > 0 && s[0] > 0 {
+		b.Logf("join shm: p50 %.1f µs = %.2fx the socket floor's %.1f (one unix SEQPACKET exchange with another process), p99 %.1f µs = %.2fx its %.1f",
+			s[0], s[0]/f[0], f[0], s[1], s[1]/f[1], f[1])
+	}
 	if m := p["memcached"]; m[0] > 0 {
 		for _, fab := range e2eFabrics() {
 			if v := p[fab]; v[0] > 0 {

@@ -54,6 +54,8 @@ func TestMain(m *testing.M) {
 		os.Exit(wrapAttackChild())
 	case "shmflag":
 		os.Exit(shmFlagChild())
+	case "sockfloor":
+		os.Exit(socketFloorChild())
 	}
 	os.Exit(m.Run())
 }
