@@ -1,9 +1,10 @@
 package shm
 
 import (
-	"net"
+	"io"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -18,7 +19,7 @@ type conn struct {
 	d        *domain
 	peer     []byte // the peer's domain, mapped; untrusted contents
 	peerData []byte
-	sock     *net.UnixConn
+	sock     socket
 	bells    *eventbell.Remote // the acceptor's doorbells (dialer side)
 	set      *eventbell.Set    // acceptor side: the listener's bells, source names this dialer's rings
 	source   int
@@ -76,7 +77,16 @@ func completionErr(err error) uint8 {
 	return 1
 }
 
-func newConn(d *domain, peer, peerData []byte, sock *net.UnixConn, o fabric.Options, bells *eventbell.Remote, dialer bool) *conn {
+// socket is a connection's socket once established: the acceptor's, in
+// the runtime's poller; the dialer's, a blocking descriptor outside it
+// (dialSock).
+type socket interface {
+	syscall.Conn
+	io.Reader
+	io.Closer
+}
+
+func newConn(d *domain, peer, peerData []byte, sock socket, o fabric.Options, bells *eventbell.Remote, dialer bool) *conn {
 	n := 1
 	for n < o.QueueDepth {
 		n <<= 1

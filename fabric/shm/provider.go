@@ -2,14 +2,13 @@ package shm
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/jakiro-kv/jakiro/fabric"
 	"github.com/jakiro-kv/jakiro/fabric/internal/fdhint"
@@ -65,22 +64,49 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 	if err != nil {
 		return nil, fdhint.Explain(err)
 	}
-	var nd net.Dialer
-	c, err := nd.DialContext(ctx, "unixpacket", path)
-	// A unix socket's connect fails with EAGAIN while the listener's
-	// backlog is full: a burst of dialers, not a dead listener.
-	for backoff := time.Millisecond; errors.Is(err, syscall.EAGAIN); backoff = min(2*backoff, 50*time.Millisecond) {
-		select {
-		case <-ctx.Done():
-			d.close()
-			return nil, fmt.Errorf("shm: dial %s: %w (listener backlog full)", path, ctx.Err())
-		case <-time.After(backoff):
-		}
-		c, err = nd.DialContext(ctx, "unixpacket", path)
-	}
+	f, fd, err := dialSock(ctx, path)
 	if err != nil {
 		d.close()
-		return nil, fmt.Errorf("shm: dial %s: %w", path, fdhint.Explain(err))
+		return nil, err
 	}
-	return &setup{d: d, sock: c.(*net.UnixConn), opts: o}, nil
+	return &setup{d: d, dial: f, dialFD: fd, opts: o}, nil
+}
+
+// dialSock connects a unix SEQPACKET socket to path, outside the Go
+// runtime's poller (a blocking descriptor in an *os.File): the dialer
+// polls for its accept itself, and the poller would wake an idle thread
+// for each of the handshake's events (the connect, the accept coming
+// in) with nothing for it to do; on 2 cores such a thread takes the
+// core the listener's handshake needs. A unix socket's connect fails
+// with EAGAIN while the listener's backlog is full: a burst of dialers,
+// not a dead listener.
+func dialSock(ctx context.Context, path string) (*os.File, int, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return nil, -1, fmt.Errorf("shm: dial %s: socket: %w", path, fdhint.Explain(err))
+	}
+	sa := &unix.SockaddrUnix{Name: path}
+	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
+		err = unix.Connect(fd, sa)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != unix.EAGAIN {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			unix.Close(fd)
+			return nil, -1, fmt.Errorf("shm: dial %s: %w (listener backlog full)", path, ctx.Err())
+		case <-time.After(backoff):
+		}
+	}
+	if err == nil {
+		err = unix.SetNonblock(fd, false)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, -1, fmt.Errorf("shm: dial %s: connect: %w", path, fdhint.Explain(err))
+	}
+	return os.NewFile(uintptr(fd), path), fd, nil
 }

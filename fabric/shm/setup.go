@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -22,7 +23,9 @@ import (
 // domain) has already arrived.
 type setup struct {
 	d        *domain
-	sock     *net.UnixConn
+	sock     *net.UnixConn // acceptor: from the listener
+	dial     *os.File      // dialer: its socket (dialSock), and dialFD its number
+	dialFD   int
 	opts     fabric.Options
 	acceptor bool
 	peerData []byte         // acceptor: the dialer's private data
@@ -58,9 +61,9 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 	if s.state != setupOpen {
 		return nil, fabric.ErrClosed
 	}
-	stop := bindContext(ctx, s.sock)
-	defer stop()
 	if s.acceptor {
+		stop := bindContext(ctx, s.sock)
+		defer stop()
 		src := s.set.AllocSource()
 		var b [sourceBytes + fabric.MaxAcceptData]byte
 		binary.LittleEndian.PutUint32(b[:], uint32(int32(src)))
@@ -78,7 +81,7 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		c.set, c.source = s.set, src
 		return c, nil
 	}
-	if err := sendMsg(s.sock, msgHello, data, s.d.fd); err != nil {
+	if err := sendMsgFD(s.dialFD, msgHello, data, s.d.fd); err != nil {
 		s.abort()
 		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
 			// The listener shed this handshake (it holds a bounded
@@ -87,7 +90,7 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		}
 		return nil, ctxErr(ctx, fmt.Errorf("shm: send hello: %w", err))
 	}
-	m, err := recvMsgSpin(s.sock, acceptSpin)
+	m, err := recvMsgFD(ctx, s.dialFD, acceptSpin)
 	if err != nil {
 		s.abort()
 		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
@@ -123,20 +126,22 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		s.abort()
 		return nil, err
 	}
-	s.peer = peer // freed by finish on failure
+	s.peer = peer // freed by abort on failure
 	bells, err := eventbell.Open(m.bells, src)
 	if err != nil {
 		s.abort()
 		return nil, fmt.Errorf("%w: %v", errProtocol, err)
 	}
-	if err := s.finish(ctx, stop); err != nil {
+	if ctx.Err() != nil {
 		bells.Close()
-		return nil, err
+		s.abort()
+		return nil, ctxErr(ctx, errors.New("shm: handshake interrupted"))
 	}
-	return newConn(s.d, peer, m.data, s.sock, s.opts, bells, true), nil
+	s.state = setupDone
+	return newConn(s.d, peer, m.data, s.dial, s.opts, bells, true), nil
 }
 
-// acceptSpin is how long a dialer polls for its accept before it parks:
+// acceptSpin is how long a dialer polls for its accept before it waits in ppoll:
 // a listener with a ready domain answers in tens of microseconds, less
 // than it takes to wake a parked thread on a small virtual machine.
 const acceptSpin = 200 * time.Microsecond
@@ -179,7 +184,11 @@ func (s *setup) Close() error {
 // abort frees everything. s.mu held.
 func (s *setup) abort() {
 	s.state = setupClosed
-	s.sock.Close()
+	if s.dial != nil {
+		s.dial.Close()
+	} else {
+		s.sock.Close()
+	}
 	if s.peer != nil {
 		unix.Munmap(s.peer)
 		s.peer = nil

@@ -621,3 +621,52 @@ func helloT(t *testing.T, path string, fd int) *net.UnixConn {
 	}
 	return c.(*net.UnixConn)
 }
+
+// TestDialerContext: a dialer whose listener takes its hello and never
+// answers (nobody calls Accept) gives up when its context ends, by
+// deadline and by cancellation: its socket is outside the runtime's
+// poller, so the wait is its own.
+func TestDialerContext(t *testing.T) {
+	o := fabric.Options{DomainSize: 64 << 10}
+	ln, err := fabric.Listen("shm://"+tempSock(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, how := range []string{"deadline", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+			if how == "cancel" {
+				ctx, cancel = context.WithCancel(context.Background())
+				time.AfterFunc(150*time.Millisecond, cancel)
+			}
+			defer cancel()
+			start := time.Now()
+			s, err := fabric.Dial(ctx, ln.Addr(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				c, err := s.Establish(ctx, nil)
+				if err == nil {
+					c.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err = <-done:
+			case <-time.After(3 * time.Second):
+				s.Close()
+				t.Fatalf("Establish still waiting after %v, its context ended after 150ms", time.Since(start))
+			}
+			if err == nil {
+				t.Fatal("Establish succeeded with nobody accepting")
+			}
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				t.Fatalf("Establish: %v, want the context's error", err)
+			}
+			s.Close()
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -55,42 +56,100 @@ type message struct {
 // SCM_RIGHTS.
 func sendMsg(c *net.UnixConn, typ byte, data []byte, fd int, bells ...int) error {
 	var b [maxMsg]byte
+	msg, oob := encodeMsg(&b, typ, data, fd, bells...)
+	_, _, err := c.WriteMsgUnix(msg, oob, nil)
+	return err
+}
+
+func encodeMsg(b *[maxMsg]byte, typ byte, data []byte, fd int, bells ...int) (msg, oob []byte) {
 	binary.LittleEndian.PutUint32(b[0:], wireMagic)
 	b[4] = wireVersion
 	b[5] = typ
 	binary.LittleEndian.PutUint16(b[6:], uint16(len(data)))
 	n := wireHdr + copy(b[wireHdr:], data)
-	var oob []byte
 	if fd >= 0 {
 		oob = unix.UnixRights(append([]int{fd}, bells...)...)
 	}
-	_, _, err := c.WriteMsgUnix(b[:n], oob, nil)
-	return err
+	return b[:n], oob
+}
+
+// sendMsgFD is sendMsg on a dialer's socket (dialSock): its first
+// message, which the empty socket buffer takes at once.
+func sendMsgFD(s int, typ byte, data []byte, fd int) error {
+	var b [maxMsg]byte
+	msg, oob := encodeMsg(&b, typ, data, fd)
+	for {
+		err := unix.Sendmsg(s, msg, oob, nil, 0)
+		if err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 var errProtocol = errors.New("shm: handshake protocol error")
 
 // recvMsg reads one handshake message. Every fd received is either
 // returned (exactly one, on hello/accept) or closed.
-func recvMsg(c *net.UnixConn) (message, error) { return recvMsgSpin(c, 0) }
-
-// recvMsgSpin is recvMsg that polls the socket for up to spin before it
-// parks: a dialer that expects its accept within microseconds takes it
-// without waiting to be woken.
-func recvMsgSpin(c *net.UnixConn, spin time.Duration) (message, error) {
-	var b [maxMsg + 1]byte
-	oob := make([]byte, unix.CmsgSpace(4*(fabric.MaxDoorbells+4))) // room to see (and close) extra fds
-	var n, oobn, flags int
-	var err error
-	if spin > 0 {
-		n, oobn, flags, err = readSpin(c, b[:], oob, spin)
-	} else {
-		n, oobn, flags, _, err = c.ReadMsgUnix(b[:], oob)
-	}
+func recvMsg(c *net.UnixConn) (message, error) {
+	b, oob := recvBufs()
+	n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
 	if err != nil {
 		return message{fd: -1}, err
 	}
-	fds, ferr := parseFDs(oob[:oobn])
+	return decodeMsg(b[:n], oob[:oobn], flags)
+}
+
+// recvMsgFD reads one handshake message on a dialer's socket (dialSock):
+// it polls for up to spin, then waits in ppoll, a slice at a time, until
+// ctx ends.
+func recvMsgFD(ctx context.Context, s int, spin time.Duration) (message, error) {
+	b, oob := recvBufs()
+	end := time.Now().Add(spin)
+	for {
+		n, oobn, flags, _, err := unix.Recvmsg(s, b, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+		switch {
+		case err == nil && n == 0 && oobn == 0:
+			return message{fd: -1}, io.EOF
+		case err == nil:
+			return decodeMsg(b[:n], oob[:oobn], flags)
+		case err == unix.EINTR:
+			continue
+		case err != unix.EAGAIN:
+			return message{fd: -1}, err
+		}
+		if err := ctx.Err(); err != nil {
+			return message{fd: -1}, err
+		}
+		if time.Now().Before(end) {
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			continue
+		}
+		wait := recvSlice
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, max(time.Until(dl), time.Microsecond))
+		}
+		ts := unix.NsecToTimespec(int64(wait))
+		pfd := []unix.PollFd{{Fd: int32(s), Events: unix.POLLIN}}
+		if _, err := unix.Ppoll(pfd, &ts, nil); err != nil && err != unix.EINTR {
+			return message{fd: -1}, err
+		}
+	}
+}
+
+// recvSlice bounds one ppoll of recvMsgFD: a context cancelled without a
+// deadline is seen within it.
+const recvSlice = 10 * time.Millisecond
+
+// recvBufs are a message's buffers: room to see (and close) extra fds.
+func recvBufs() (b []byte, oob []byte) {
+	return make([]byte, maxMsg+1), make([]byte, unix.CmsgSpace(4*(fabric.MaxDoorbells+4)))
+}
+
+// decodeMsg checks a received message; every fd in oob is either
+// returned (exactly one, on hello/accept) or closed.
+func decodeMsg(b, oob []byte, flags int) (message, error) {
+	n := len(b)
+	fds, ferr := parseFDs(oob)
 	m := message{fd: -1}
 	fail := func(format string, a ...any) (message, error) {
 		for _, fd := range fds {
@@ -221,38 +280,4 @@ func mapPeer(fd int, limit, window int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", errProtocol, err)
 	}
 	return mem, nil
-}
-
-// readSpin reads one message, trying without blocking (and yielding the
-// core between tries) for up to spin, then waiting as ReadMsgUnix does.
-func readSpin(c *net.UnixConn, b, oob []byte, spin time.Duration) (n, oobn, flags int, err error) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	end := time.Now().Add(spin)
-	spun := false
-	rerr := rc.Read(func(fd uintptr) bool {
-		for {
-			n, oobn, flags, _, err = unix.Recvmsg(int(fd), b, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != unix.EAGAIN {
-				return true
-			}
-			if spun || time.Now().After(end) {
-				spun = true
-				return false // wait for the socket to be readable
-			}
-			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		}
-	})
-	if rerr != nil {
-		return 0, 0, 0, rerr
-	}
-	if err == nil && n == 0 && oobn == 0 {
-		err = io.EOF
-	}
-	return n, oobn, flags, err
 }
