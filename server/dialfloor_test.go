@@ -35,8 +35,12 @@ func socketFloorChild() int {
 		if err != nil {
 			return 0
 		}
-		if n, err := c.Read(b[:]); err == nil {
-			c.Write(b[:n])
+		n, err := c.Read(b[:])
+		if err == nil {
+			_, err = c.Write(b[:n])
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "socket floor child:", err) // the dialer reads EOF: say why
 		}
 		c.Close()
 	}
