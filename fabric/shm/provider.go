@@ -64,12 +64,12 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 	if err != nil {
 		return nil, fdhint.Explain(err)
 	}
-	f, fd, err := dialSock(ctx, path)
+	f, err := dialSock(ctx, path)
 	if err != nil {
 		d.close()
 		return nil, err
 	}
-	return &setup{d: d, dial: f, dialFD: fd, opts: o}, nil
+	return &setup{d: d, dial: f, opts: o}, nil
 }
 
 // dialSock connects a unix SEQPACKET socket to path, outside the Go
@@ -80,10 +80,10 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 // core the listener's handshake needs. A unix socket's connect fails
 // with EAGAIN while the listener's backlog is full: a burst of dialers,
 // not a dead listener.
-func dialSock(ctx context.Context, path string) (*os.File, int, error) {
+func dialSock(ctx context.Context, path string) (*os.File, error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
-		return nil, -1, fmt.Errorf("shm: dial %s: socket: %w", path, fdhint.Explain(err))
+		return nil, fmt.Errorf("shm: dial %s: socket: %w", path, fdhint.Explain(err))
 	}
 	sa := &unix.SockaddrUnix{Name: path}
 	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
@@ -97,7 +97,7 @@ func dialSock(ctx context.Context, path string) (*os.File, int, error) {
 		select {
 		case <-ctx.Done():
 			unix.Close(fd)
-			return nil, -1, fmt.Errorf("shm: dial %s: %w (listener backlog full)", path, ctx.Err())
+			return nil, fmt.Errorf("shm: dial %s: %w (listener backlog full)", path, ctx.Err())
 		case <-time.After(backoff):
 		}
 	}
@@ -106,7 +106,7 @@ func dialSock(ctx context.Context, path string) (*os.File, int, error) {
 	}
 	if err != nil {
 		unix.Close(fd)
-		return nil, -1, fmt.Errorf("shm: dial %s: connect: %w", path, fdhint.Explain(err))
+		return nil, fmt.Errorf("shm: dial %s: connect: %w", path, fdhint.Explain(err))
 	}
-	return os.NewFile(uintptr(fd), path), fd, nil
+	return os.NewFile(uintptr(fd), path), nil
 }

@@ -24,8 +24,7 @@ import (
 type setup struct {
 	d        *domain
 	sock     *net.UnixConn // acceptor: from the listener
-	dial     *os.File      // dialer: its socket (dialSock), and dialFD its number
-	dialFD   int
+	dial     *os.File      // dialer: its socket (dialSock), outside the runtime's poller
 	opts     fabric.Options
 	acceptor bool
 	peerData []byte         // acceptor: the dialer's private data
@@ -81,7 +80,7 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		c.set, c.source = s.set, src
 		return c, nil
 	}
-	if err := sendMsgFD(s.dialFD, msgHello, data, s.d.fd); err != nil {
+	if err := sendMsgFD(int(s.dial.Fd()), msgHello, data, s.d.fd); err != nil {
 		s.abort()
 		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
 			// The listener shed this handshake (it holds a bounded
@@ -90,7 +89,7 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		}
 		return nil, ctxErr(ctx, fmt.Errorf("shm: send hello: %w", err))
 	}
-	m, err := recvMsgFD(ctx, s.dialFD, acceptSpin)
+	m, err := recvMsgFD(ctx, int(s.dial.Fd()), acceptSpin)
 	if err != nil {
 		s.abort()
 		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
