@@ -45,6 +45,7 @@ type conn struct {
 	fc       fabric.Conn
 	ringer   fabric.Ringer      // nil when the fabric has no doorbells
 	watcher  fabric.BellWatcher // nil when the fabric cannot see a blocked partition
+	corker   fabric.Corker      // nil where a post and a ring cost no send each
 	eng      *rfp.Engine
 	layout   rfp.Layout
 	comps    []fabric.Completion
@@ -54,6 +55,9 @@ type conn struct {
 	// wokeBell: this step rang a partition blocked on its bell; the
 	// driver gives up its core once (group.go).
 	wokeBell bool
+	// control: the control block's WRITE (rfp.Link.Control), posted
+	// ahead of the first requests; nil once posted or where Dial wrote it.
+	control []fabric.Op
 
 	g *pollGroup
 
@@ -141,7 +145,11 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 	l := link.Welcome.Layout
 	cn := &conn{fc: link.Conn, ringer: ringer, watcher: watcher, eng: eng, layout: l, g: g, gather: ecfg.SoftNIC, copyReads: ecfg.CopyReads,
 		comps: make([]fabric.Completion, pollBatch), slotCall: make([]*call, l.Partitions*l.Slots),
-		fifo: make([]callQueue, l.Partitions), posted: link.Unreaped} // the control WRITE's completion comes to the first Poll
+		fifo: make([]callQueue, l.Partitions)}
+	if link.Control != nil {
+		cn.control = []fabric.Op{*link.Control}
+	}
+	cn.corker, _ = link.Conn.(fabric.Corker)
 	cn.cold.Store(ecfg.SoftNIC)
 	return cn, nil
 }
@@ -478,14 +486,28 @@ func (c *conn) progressLocked(now int64, driver *waiter) (woke int, err error) {
 // that announce them.
 func (c *conn) flushLocked() error {
 	e := c.eng
-	if ops := e.Pending(); len(ops) > 0 {
+	ops, rings := e.Pending(), e.Rings()
+	// Where a post and a ring are a send each (tcp), requests and the
+	// rings that announce them go out together.
+	corked := c.corker != nil && len(ops) > 0 && len(rings) > 0
+	if corked {
+		c.corker.Cork()
+	}
+	if len(ops) > 0 {
+		if c.control != nil {
+			ops = append(c.control, ops...) // once: the first requests bring it
+			c.control = nil
+		}
 		if err := c.fc.Post(ops); err != nil {
+			if corked {
+				c.corker.Uncork()
+			}
 			return e.Fail(err)
 		}
 		c.posted += len(ops)
 		e.Posted()
 	}
-	if rings := e.Rings(); len(rings) > 0 {
+	if len(rings) > 0 {
 		for _, p := range rings {
 			blocked := c.watcher != nil && c.watcher.BellBlocked(p)
 			if c.watcher != nil && e.Reminder(p) && !blocked {
@@ -496,6 +518,9 @@ func (c *conn) flushLocked() error {
 			c.wokeBell = c.wokeBell || blocked
 		}
 		e.Rang()
+	}
+	if corked {
+		c.corker.Uncork()
 	}
 	return nil
 }

@@ -27,14 +27,16 @@ type Link struct {
 	Conn    fabric.Conn
 	Local   *fabric.Region
 	Welcome Welcome
-	// Unreaped is how many operations Dial posted whose completions it
-	// left to the Link's owner (0 or 1: the control block's WRITE, where
-	// the fabric applies WRITEs in order). Their IDs are WRITE IDs, which
-	// an Engine ignores; a driver counts them as outstanding.
-	Unreaped int
+	// Control, where the fabric applies WRITEs in order, is the control
+	// block's WRITE, not posted yet: the owner posts it ahead of its first
+	// requests, in the same batch (one send on tcp), and it lands before
+	// them. Its ID is a WRITE ID, which an Engine ignores. Where WRITEs
+	// may land out of order Dial wrote the block itself, and Control is nil.
+	Control *fabric.Op
 }
 
-// Dial connects to a Jakiro server: handshake, local region, control block.
+// Dial connects to a Jakiro server: handshake, local region, control block
+// (written, or left to the owner: Link.Control).
 func Dial(ctx context.Context, addr string, cfg DialConfig) (*Link, error) {
 	setup, err := fabric.Dial(ctx, addr, cfg.Fabric)
 	if err != nil {
@@ -59,13 +61,9 @@ func Dial(ctx context.Context, addr string, cfg DialConfig) (*Link, error) {
 	n := PutControl(local.Bytes(), local.Desc())
 	if fabric.WritesInOrder(conn) {
 		// It lands before any request posted after it: no round trip
-		// for it on the join's path (the owner reaps its completion).
-		op := fabric.Op{Kind: fabric.OpWrite, ID: idWrite, Local: local, Remote: w.Grant, Len: n}
-		if err := conn.Post([]fabric.Op{op}); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("rfp: writing control block: %w", err)
-		}
-		return &Link{Conn: conn, Local: local, Welcome: w, Unreaped: 1}, nil
+		// for it on the join's path, and no send of its own.
+		op := &fabric.Op{Kind: fabric.OpWrite, ID: idWrite, Local: local, Remote: w.Grant, Len: n}
+		return &Link{Conn: conn, Local: local, Welcome: w, Control: op}, nil
 	}
 	// Nothing else is outstanding yet, so a blocking WRITE will do.
 	if err := fabric.Write(conn, local, 0, w.Grant, 0, n); err != nil {

@@ -14,9 +14,10 @@
 // reply mode. Dial sets a client's side up (handshake, local region,
 // control block) and returns it as a Link; Listener.Accept is the
 // server's side. Where the fabric applies a connection's WRITEs in order
-// (tcp: fabric.InOrderWriter) the control block's WRITE is posted and not
-// waited for, as it lands before any request: a join is the fabric's
-// connect and one exchange (hello, welcome). The handshake carries one protocol Version; a peer of
+// (tcp: fabric.InOrderWriter) the control block's WRITE is left to the
+// Link's owner, who posts it with its first requests (Link.Control): it
+// lands before them, and a join is the fabric's connect and one exchange
+// (hello, welcome), with nothing sent until the first request. The handshake carries one protocol Version; a peer of
 // another version gets an error naming both (ErrVersion).
 //
 // # One operation, and k of them

@@ -63,8 +63,9 @@ type conn struct {
 	outOn     atomic.Bool  // changed under armMu: "room to send" events on (poll.go)
 	ackDue    atomic.Int64 // staged acks wait for this nanotime, no timer (ack.go)
 
-	txMu sync.Mutex // the socket's write side
-	tx   txState    // under txMu
+	txMu   sync.Mutex  // the socket's write side
+	tx     txState     // under txMu
+	corked atomic.Bool // the initiator's: Post and RingBell only stage (fabric.Corker)
 
 	sendTimeout time.Duration
 	born        int64         // nanotime of the handshake's end
@@ -304,11 +305,29 @@ func (c *conn) Post(ops []fabric.Op) error {
 		}
 	}
 	c.txMu.Unlock()
-	if err := c.flush(); err != nil {
-		// Posted all the same: the ops complete with the failure.
-		c.fail(fmt.Errorf("%w: %v", fabric.ErrPeerGone, err))
+	if !c.corked.Load() {
+		c.send()
 	}
 	return nil
+}
+
+// send sends what is staged; a failure fails the connection, and the ops
+// posted complete with it.
+func (c *conn) send() {
+	if err := c.flush(); err != nil {
+		c.fail(fmt.Errorf("%w: %v", fabric.ErrPeerGone, err))
+	}
+}
+
+// Cork implements fabric.Corker: Post and RingBell only stage until
+// Uncork.
+func (c *conn) Cork() { c.corked.Store(true) }
+
+// Uncork implements fabric.Corker: what Post and RingBell staged since
+// Cork goes out with one send.
+func (c *conn) Uncork() {
+	c.corked.Store(false)
+	c.send()
 }
 
 func (c *conn) checkLocal(i int, op *fabric.Op) (*region, error) {
@@ -434,6 +453,9 @@ func (c *conn) RingBell(i int) error {
 	}
 	c.tx.putReq(frameRing, uint32(i), 0, 0, nil)
 	c.txMu.Unlock()
+	if c.corked.Load() {
+		return nil
+	}
 	return c.flush()
 }
 

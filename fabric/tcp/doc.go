@@ -28,7 +28,9 @@
 //     initiator with fabric.ErrRemoteAccess; the connection stays usable.
 //   - Initiator: Post checks every op locally (fabric.ErrLocalAccess,
 //     fabric.ErrQueueFull; then nothing is posted), stages the batch and
-//     sends it with one write. Completions arrive in posting order; READ
+//     sends it with one write; between Cork and Uncork (fabric.Corker) Post
+//     and RingBell only stage, and Uncork sends all of it with one write
+//     (requests and the ring that announces them). Completions arrive in posting order; READ
 //     data is in the local region when its completion is polled. Post and
 //     Poll do not allocate, and never wait on the socket.
 //   - Everything read from the socket is untrusted: lengths are bounded

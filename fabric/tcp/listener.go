@@ -10,11 +10,14 @@ import (
 	"github.com/jakiro-kv/jakiro/fabric"
 	"github.com/jakiro-kv/jakiro/fabric/internal/acceptq"
 	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
+	"golang.org/x/sys/unix"
 )
 
 // listener hands the sockets it accepts to an acceptq.Queue, which runs
-// each hello in its own goroutine under a timeout and caps the pending
-// ones overall and per source address; only good hellos reach Accept.
+// each hello under a timeout (on the accept loop's thread when the whole
+// hello is there already: arrived, else in a goroutine of its own) and
+// caps the pending ones overall and per source address; only good hellos
+// reach Accept.
 type listener struct {
 	q     *acceptq.Queue[*setup]
 	o     fabric.Options
@@ -67,8 +70,34 @@ func newListener(ln *net.TCPListener, o fabric.Options, bells *eventbell.Set) *l
 		ChurnRate:  churnRate,
 		ChurnBurst: churnBurst,
 		Logf:       o.Logf,
+		Arrived:    arrived,
 	}, l.hello, func(s *setup) { _ = s.Close() }, take)
 	return l
+}
+
+// arrived reports whether the dialer's whole hello waits on the socket,
+// readable without blocking: the dialer sends it right after its connect,
+// so the listener, woken by the connect, mostly finds it there, and the
+// accept loop then runs the handshake itself (acceptq.Config.Arrived). A
+// hello in part, or one that is not a hello, goes to a goroutine of its
+// own: the loop must never wait on a peer.
+func arrived(c net.Conn) bool {
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return false
+	}
+	var b [hsSize + fabric.MaxDialData]byte
+	ok := false
+	_ = rc.Control(func(fd uintptr) {
+		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		if err != nil || n < hsSize {
+			return
+		}
+		h, err := parseHS(b[:n])
+		ok = err == nil && h.kind == kindHello && h.version == version &&
+			int(h.dataLen) <= fabric.MaxDialData && n >= hsSize+int(h.dataLen)
+	})
+	return ok
 }
 
 // sourceIP is the peer's address without its port.
