@@ -103,6 +103,7 @@ func (l *listener) loop() {
 		if ev.typ != C.RDMA_CM_EVENT_CONNECT_REQUEST {
 			continue
 		}
+		trace(stepRequestIn)
 		s, err := l.newSetup(ev)
 		if err != nil {
 			log.Printf("verbs: rejecting a connection on %s: %v", l.addr, err)
@@ -156,6 +157,7 @@ func (l *listener) newSetup(ev event) (*setup, error) {
 		c.Close() // rejects
 		return nil, err
 	}
+	trace(stepAcceptorVerbs)
 	return &setup{c: c}, nil
 }
 

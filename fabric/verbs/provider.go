@@ -104,12 +104,14 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 	if _, err := c.waitEvent(ctx, C.RDMA_CM_EVENT_ADDR_RESOLVED); err != nil {
 		return fail(fmt.Errorf("verbs: resolving %s: %w", u.Host, err))
 	}
+	trace(stepAddrResolved)
 	if rc, err := C.rdma_resolve_route(id, resolveTimeoutMs); rc != 0 {
 		return fail(fmt.Errorf("verbs: rdma_resolve_route %s: %w", u.Host, err))
 	}
 	if _, err := c.waitEvent(ctx, C.RDMA_CM_EVENT_ROUTE_RESOLVED); err != nil {
 		return fail(fmt.Errorf("verbs: route to %s: %w", u.Host, err))
 	}
+	trace(stepRouteResolved)
 	if err := checkDev(id, t.dev); err != nil {
 		return fail(err)
 	}
@@ -121,5 +123,6 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 	if err := c.initVerbs(); err != nil {
 		return fail(err)
 	}
+	trace(stepDialerVerbs)
 	return &setup{c: c}, nil
 }
