@@ -36,7 +36,8 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Ready is how many connections' resources a listener prepares
 	// before anyone dials, refilled in the background, so that a join
-	// does not wait for them (shm: sealed, mapped domains); 0: none.
+	// does not wait for them (shm: sealed, mapped domains; rdma: event
+	// channels, PDs and CQs, made at the lowest CPU priority); 0: none.
 	// Each prepared resource goes to one connection and never back, so
 	// nothing passes between clients. Providers with nothing to prepare
 	// ignore it; those that prepare report the pool (ReadyCounter).

@@ -14,6 +14,7 @@ import (
 	"github.com/jakiro-kv/jakiro/fabric"
 	"github.com/jakiro-kv/jakiro/fabric/internal/acceptq"
 	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
+	"github.com/jakiro-kv/jakiro/fabric/internal/readypool"
 )
 
 // Handshake bounds. Only users the socket file's mode lets in can
@@ -33,8 +34,8 @@ type listener struct {
 	addr  string
 	opts  fabric.Options
 	q     *acceptq.Queue[*setup]
-	bells *eventbell.Set // nil without Options.Doorbells
-	ready *readyPool     // nil without Options.Ready
+	bells *eventbell.Set           // nil without Options.Doorbells
+	ready *readypool.Pool[*domain] // nil without Options.Ready (ready.go)
 	once  sync.Once
 }
 
@@ -170,7 +171,7 @@ func (l *listener) hello(_ context.Context, nc net.Conn) (*setup, error) {
 		sendMsg(c, msgReject, nil, -1)
 		return nil, err
 	}
-	d, err := l.ready.take(l.opts.DomainSize)
+	d, err := takeDomain(l.ready, l.opts.DomainSize)
 	if err != nil {
 		unix.Munmap(peer)
 		sendMsg(c, msgReject, nil, -1)
@@ -196,13 +197,13 @@ func (l *listener) Close() error {
 		_ = l.q.Close()
 		os.Remove(l.path)
 		l.bells.Close()
-		l.ready.close()
+		l.ready.Close()
 	})
 	return nil
 }
 
 // ReadyStats implements fabric.ReadyCounter.
-func (l *listener) ReadyStats() fabric.ReadyStats { return l.ready.stats() }
+func (l *listener) ReadyStats() fabric.ReadyStats { return l.ready.Stats() }
 
 // WaitBell implements fabric.Doorbells.
 func (l *listener) WaitBell(i int, d time.Duration) (bool, error) {

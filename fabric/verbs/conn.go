@@ -154,24 +154,33 @@ func (c *conn) waitEvent(ctx context.Context, want C.int) (event, error) {
 }
 
 // initVerbs creates the connection's PD, CQ and QP on its resolved device.
-func (c *conn) initVerbs() error {
+func (c *conn) initVerbs(pr *prepared) error {
 	depth := c.opts.QueueDepth
 	ctx := c.id.verbs
-	pd, err := C.ibv_alloc_pd(ctx)
-	if pd == nil {
-		return fmt.Errorf("verbs: ibv_alloc_pd: %v", err)
-	}
-	c.pd = pd
 	sendDepth, cqSize := depth, 2*depth
 	if c.dialer { // room for rings (see ringConn)
 		sendDepth += ringSlots
 		cqSize += ringSlots
 	}
-	cq, err := C.ibv_create_cq(ctx, C.int(cqSize), nil, nil, 0)
-	if cq == nil {
-		return fmt.Errorf("verbs: ibv_create_cq(%d): %v", cqSize, err)
+	if pr != nil { // made before the request came (ready.go), for this device
+		c.pd, c.cq, c.ring = pr.pd, pr.cq, pr.ring
 	}
-	c.cq = cq
+	if c.pd == nil {
+		pd, err := C.ibv_alloc_pd(ctx)
+		if pd == nil {
+			return fmt.Errorf("verbs: ibv_alloc_pd: %v", err)
+		}
+		c.pd = pd
+	}
+	if c.cq == nil {
+		cq, err := C.ibv_create_cq(ctx, C.int(cqSize), nil, nil, 0)
+		if cq == nil {
+			return fmt.Errorf("verbs: ibv_create_cq(%d): %v", cqSize, err)
+		}
+		c.cq = cq
+	}
+	pd, cq := c.pd, c.cq
+	var err error
 	rcq, recvDepth := cq, 1
 	if c.hub != nil {
 		if c.rcq, err = c.hub.newCQ(ctx, bellRecvs); err != nil {
@@ -179,9 +188,10 @@ func (c *conn) initVerbs() error {
 		}
 		rcq, recvDepth = c.rcq, bellRecvs
 	}
-	c.ring = C.jk_ring_new(C.int(depth))
 	if c.ring == nil {
-		return fmt.Errorf("verbs: out of C memory for a ring of %d", depth)
+		if c.ring = C.jk_ring_new(C.int(depth)); c.ring == nil {
+			return fmt.Errorf("verbs: out of C memory for a ring of %d", depth)
+		}
 	}
 	c.jops = unsafe.Slice(c.ring.ops, depth)
 	c.wcs = unsafe.Slice(c.ring.wc, depth)

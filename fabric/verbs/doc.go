@@ -20,7 +20,9 @@
 // # Resources
 //
 // Every connection, dialed or accepted, has its own protection domain,
-// completion queue and RC queue pair. Regions are anonymous mmap memory
+// completion queue and RC queue pair. A listener with Options.Ready keeps
+// that many accepted connections' event channels, PDs and CQs made ahead
+// (ready.go): each goes to one connection and never back. Regions are anonymous mmap memory
 // (2 MiB huge pages when the size is a multiple of 2 MiB and the system has
 // them, else 4 KiB pages, logged once), registered in that domain for local
 // write and remote read/write. A peer that names the rkey of a region of

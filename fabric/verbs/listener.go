@@ -19,6 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/jakiro-kv/jakiro/fabric"
+	"github.com/jakiro-kv/jakiro/fabric/internal/readypool"
 )
 
 const backlog = 128
@@ -36,6 +37,10 @@ type listener struct {
 	loopWG sync.WaitGroup
 	once   sync.Once
 	hub    *bellHub // nil without Options.Doorbells
+	// ready: resources prepared for readyCtx, the device the listener is
+	// bound to (ready.go); nil without Options.Ready or such a device.
+	ready    *readypool.Pool[*prepared]
+	readyCtx *C.struct_ibv_context
 }
 
 func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
@@ -85,6 +90,9 @@ func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
 	}
 	au := url.URL{Scheme: u.Scheme, Host: net.JoinHostPort(t.host, strconv.Itoa(int(C.jk_src_port(id)))), RawQuery: u.RawQuery}
 	l := &listener{opts: o, ev: ev, id: id, addr: au.String(), q: make(chan *setup, backlog), closed: make(chan struct{}), hub: hub}
+	if o.Ready > 0 && id.verbs != nil { // bound to an address: its device is known
+		l.ready, l.readyCtx = newReadyPool(id.verbs, o.Ready, o.QueueDepth), id.verbs
+	}
 	l.loopWG.Add(1)
 	go l.loop()
 	if hub != nil {
@@ -130,13 +138,23 @@ func (l *listener) newSetup(ev event) (*setup, error) {
 	if err != nil {
 		return reject(err)
 	}
-	ch, err := newEvChan()
-	if err != nil {
+	var pr *prepared
+	if ev.id.verbs == l.readyCtx { // else made here, for the request's device
+		pr, _ = l.ready.Take()
+	}
+	var ch *evChan
+	if pr != nil {
+		ch = pr.ev
+	} else if ch, err = newEvChan(); err != nil {
 		return reject(err)
 	}
 	if rc, err := C.rdma_migrate_id(ev.id, ch.ch); rc != 0 {
-		ch.stop()
-		ch.destroy()
+		if pr != nil {
+			pr.free()
+		} else {
+			ch.stop()
+			ch.destroy()
+		}
 		return reject(fmt.Errorf("verbs: rdma_migrate_id: %w", err))
 	}
 	c := newConn(ch, ev.id, l.opts, false)
@@ -145,15 +163,18 @@ func (l *listener) newSetup(ev event) (*setup, error) {
 		l.hub.acquire() // released by c.Close
 		c.hub = l.hub
 	}
-	var ini, resp C.int
-	if rc := C.jk_rd_atom(ev.id.verbs, &ini, &resp); rc != 0 {
+	ini, resp, err := rdAtom(ev.id.verbs)
+	if err != nil {
+		if pr != nil {
+			c.pd, c.cq, c.ring = pr.pd, pr.cq, pr.ring // Close frees them
+		}
 		c.Close()
-		return nil, errnoErr("ibv_query_device", rc)
+		return nil, err
 	}
 	// The request's values are already from our side's point of view.
 	c.initDepth = uint8(min(int(ev.initDepth), int(ini)))
 	c.respRes = uint8(min(int(ev.respRes), int(resp)))
-	if err := c.initVerbs(); err != nil {
+	if err := c.initVerbs(pr); err != nil {
 		c.Close() // rejects
 		return nil, err
 	}
@@ -188,9 +209,14 @@ func (l *listener) Close() error {
 			}
 			break
 		}
+		l.ready.Close()
 		C.rdma_destroy_id(l.id)
 		l.ev.destroy()
 		l.hub.releaseIfAny() // accepted connections keep the bells alive
 	})
 	return nil
 }
+
+// ReadyStats implements fabric.ReadyCounter: the resources prepared
+// before anyone dials (ready.go).
+func (l *listener) ReadyStats() fabric.ReadyStats { return l.ready.Stats() }

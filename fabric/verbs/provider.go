@@ -115,12 +115,12 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 	if err := checkDev(id, t.dev); err != nil {
 		return fail(err)
 	}
-	var ini, resp C.int
-	if rc := C.jk_rd_atom(id.verbs, &ini, &resp); rc != 0 {
-		return fail(errnoErr("ibv_query_device", rc))
+	ini, resp, err := rdAtom(id.verbs)
+	if err != nil {
+		return fail(err)
 	}
 	c.initDepth, c.respRes = min(uint8(16), uint8(min(ini, 255))), min(uint8(16), uint8(min(resp, 255)))
-	if err := c.initVerbs(); err != nil {
+	if err := c.initVerbs(nil); err != nil {
 		return fail(err)
 	}
 	trace(stepDialerVerbs)

@@ -543,3 +543,41 @@ func TestHugePages(t *testing.T) {
 		try(n.want)
 	}
 }
+
+// A listener with Options.Ready prepares that many connections' event
+// channels, PDs and CQs before anyone dials; each join takes one (its
+// own PD, never reused), the pool refills, and the connections work.
+func TestReadyPool(t *testing.T) {
+	requireRDMA(t)
+	ln := listenT(t, fabric.Options{Ready: 2})
+	rc, ok := ln.(fabric.ReadyCounter)
+	if !ok {
+		t.Fatal("a verbs listener does not report its pool (fabric.ReadyCounter)")
+	}
+	waitReady := func(n int) {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); rc.ReadyStats().Ready < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("pool %+v: not %d ready after 10s", rc.ReadyStats(), n)
+			}
+		}
+	}
+	waitReady(2)
+	for i := 0; i < 5; i++ {
+		l := dialLink(t, ln, fabric.Options{}, 4096)
+		copy(l.DR.Bytes(), "ready")
+		if err := fabric.Write(l.D, l.DR, 0, l.ToA, 0, 5); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(l.AR.Bytes()[:5]); got != "ready" {
+			t.Fatalf("join %d: the acceptor's region holds %q", i, got)
+		}
+		if st := rc.ReadyStats(); st.Ready > st.Size || st.Size != 2 {
+			t.Fatalf("pool %+v: over its bound", st)
+		}
+		waitReady(2)
+	}
+	if st := rc.ReadyStats(); st.Taken != 5 || st.Missed != 0 {
+		t.Fatalf("pool %+v: want 5 taken, none missed", st)
+	}
+}

@@ -75,10 +75,23 @@ func benchWindow(b *testing.B, l *link, kind fabric.OpKind, size, window int) {
 // request (its own PD, CQs and QP), Accept hands it over, the acceptor
 // registers its region and accepts; then one WRITE and one READ of 32
 // bytes, and the dialer's Close. Reports the median of each step and of
-// the whole join (join-µs).
+// the whole join (join-µs), against a listener that prepares nothing
+// and one that keeps 8 connections' resources ready (Options.Ready).
+// Joins come joinGap apart, as clients arrive now and then: a loop with
+// no pause would leave the listener no time to prepare anything but on
+// the CPU the joins use (2 emulated vCPUs in make test-rdma's VM).
 func BenchmarkJoin(b *testing.B) {
 	requireRDMA(b)
-	ln := listenT(b, fabric.Options{})
+	for _, ready := range []int{0, 8} {
+		b.Run(fmt.Sprintf("ready=%d", ready), func(b *testing.B) { benchJoin(b, fabric.Options{Ready: ready}) })
+	}
+}
+
+// joinGap: the pause between BenchmarkJoin's joins.
+const joinGap = 5 * time.Millisecond
+
+func benchJoin(b *testing.B, o fabric.Options) {
+	ln := listenT(b, o)
 	addr := ln.Addr()
 	ctx := ctxT(b)
 	const size = 4096
@@ -98,6 +111,11 @@ func BenchmarkJoin(b *testing.B) {
 	var total []float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if i > 0 {
+			b.StopTimer()
+			time.Sleep(joinGap)
+			b.StartTimer()
+		}
 		ch := make(chan acc, 1)
 		go func() {
 			var a acc

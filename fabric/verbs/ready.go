@@ -1,0 +1,97 @@
+//go:build rdma
+
+package verbs
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/jakiro-kv/jakiro/fabric/internal/readypool"
+)
+
+// prepared is what an acceptor's connection needs that no connect request
+// has to exist for: its event channel, protection domain, completion
+// queue and ring of ops, made before anyone dials (fabric.Options.Ready).
+// Each goes to one connection and is never reused, so a client gets a PD
+// of its own, as on the join path. The QP is made at the request: rdma_cm
+// binds it to the request's id.
+type prepared struct {
+	ev   *evChan
+	ctx  *C.struct_ibv_context
+	pd   *C.struct_ibv_pd
+	cq   *C.struct_ibv_cq
+	ring *C.jk_ring
+}
+
+func prepare(ctx *C.struct_ibv_context, depth int) (*prepared, error) {
+	ev, err := newEvChan()
+	if err != nil {
+		return nil, err
+	}
+	p := &prepared{ev: ev, ctx: ctx}
+	if p.pd, err = C.ibv_alloc_pd(ctx); p.pd == nil {
+		p.free()
+		return nil, fmt.Errorf("verbs: ibv_alloc_pd: %v", err)
+	}
+	if p.cq, err = C.ibv_create_cq(ctx, C.int(2*depth), nil, nil, 0); p.cq == nil {
+		p.free()
+		return nil, fmt.Errorf("verbs: ibv_create_cq(%d): %v", 2*depth, err)
+	}
+	if p.ring = C.jk_ring_new(C.int(depth)); p.ring == nil {
+		p.free()
+		return nil, fmt.Errorf("verbs: out of C memory for a ring of %d", depth)
+	}
+	return p, nil
+}
+
+// free releases what nobody took.
+func (p *prepared) free() {
+	if p.ring != nil {
+		C.jk_ring_free(p.ring)
+	}
+	if p.cq != nil {
+		C.ibv_destroy_cq(p.cq)
+	}
+	if p.pd != nil {
+		C.ibv_dealloc_pd(p.pd)
+	}
+	p.ev.stop()
+	p.ev.destroy()
+}
+
+// newReadyPool keeps prepared resources for the listener's device
+// (readypool: up to Options.Ready, made at the lowest CPU priority); per
+// entry one event channel, one PD, one CQ of 2 x QueueDepth entries and a
+// ring of QueueDepth ops.
+func newReadyPool(ctx *C.struct_ibv_context, n, depth int) *readypool.Pool[*prepared] {
+	return readypool.New(readypool.Config[*prepared]{
+		Size: n,
+		Make: func() (*prepared, error) { return prepare(ctx, depth) },
+		Free: (*prepared).free,
+		Idle: true,
+	})
+}
+
+// devAttrs caches each device's RDMA READ credits (ibv_query_device, a
+// system call a join would otherwise make on each side).
+var devAttrs sync.Map // uintptr(ctx) -> [2]C.int
+
+func rdAtom(ctx *C.struct_ibv_context) (ini, resp C.int, err error) {
+	k := uintptr(unsafe.Pointer(ctx))
+	if v, ok := devAttrs.Load(k); ok {
+		a := v.([2]C.int)
+		return a[0], a[1], nil
+	}
+	if rc := C.jk_rd_atom(ctx, &ini, &resp); rc != 0 {
+		return 0, 0, errnoErr("ibv_query_device", rc)
+	}
+	devAttrs.Store(k, [2]C.int{ini, resp})
+	return ini, resp, nil
+}
