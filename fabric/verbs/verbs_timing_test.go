@@ -3,6 +3,7 @@
 package verbs
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -93,7 +94,6 @@ const joinGap = 5 * time.Millisecond
 func benchJoin(b *testing.B, o fabric.Options) {
 	ln := listenT(b, o)
 	addr := ln.Addr()
-	ctx := ctxT(b)
 	const size = 4096
 	var stepAt [joinSteps]atomic.Int64
 	f := func(s joinStep) { stepAt[s].Store(time.Now().UnixNano()) }
@@ -116,6 +116,7 @@ func benchJoin(b *testing.B, o fabric.Options) {
 			time.Sleep(joinGap)
 			b.StartTimer()
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		ch := make(chan acc, 1)
 		go func() {
 			var a acc
@@ -187,6 +188,7 @@ func benchJoin(b *testing.B, o fabric.Options) {
 		c.Close()
 		tClose := time.Now().UnixNano()
 		a.c.Close()
+		cancel()
 		at := []int64{t0, stepAt[stepAddrResolved].Load(), stepAt[stepRouteResolved].Load(), stepAt[stepDialerVerbs].Load(), tRegion,
 			stepAt[stepRequestIn].Load(), stepAt[stepAcceptorVerbs].Load(), a.accepted, a.alloc, tEst, tFirst, tClose}
 		for k := range names {
