@@ -39,6 +39,8 @@ type serverOpts struct {
 	IdlePoll bool          `json:"idle_poll"`
 	// MaxClients (0: the server's default).
 	MaxClients int `json:"max_clients"`
+	// JoinPool is server.Config.JoinPool (0: the default, negative: none).
+	JoinPool int `json:"join_pool"`
 	// Defaults runs the server as `jakiro server` does with no flags: its
 	// own partition count and the machine's GOMAXPROCS.
 	Defaults bool `json:"defaults"`
@@ -120,7 +122,7 @@ func serveChildIfRequested() {
 		os.Exit(2)
 	}
 	srv, err := server.New(server.Config{Listen: o.Listen, Partitions: o.Partitions, Memory: o.Memory,
-		MaxValue: o.MaxValue, Slots: o.Slots, SpinIdle: o.SpinIdle, IdlePoll: o.IdlePoll, MaxClients: o.MaxClients,
+		MaxValue: o.MaxValue, Slots: o.Slots, SpinIdle: o.SpinIdle, IdlePoll: o.IdlePoll, MaxClients: o.MaxClients, JoinPool: o.JoinPool,
 		DoorProcs: o.Memcached, AccessTimes: o.Memcached, SpareProcs: true}) // as `jakiro server` runs
 	if err != nil {
 		fmt.Println("ERROR", err)

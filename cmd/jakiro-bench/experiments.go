@@ -43,6 +43,7 @@ var experiments = []experiment{
 	{"scale", "server partitions vs N load processes x C connections x window W, and the same load from one process at GOMAXPROCS N: ops/s, client and server CPU per op", runScale},
 	{"servers", "one client over 1, 2 and 3 servers on loopback tcp (median of 3 interleaved rounds, min-max)", runServers},
 	{"onebyone", "one GET at a time against jakiro server at its defaults, each client mode, on shm and tcp: p50 and p99 beside the echo floor (a 32 B request through a process that copies it back)", runOneByOne},
+	{"joinpool", "an idle shm server's RSS, mappings, descriptors and CPU without a join pool, at the default (8) and at 64", runJoinPool},
 	{"join", "a burst of --join-procs processes each Dial + one GET + Close at once vs memcached connect + get + close: join p50/p99, time to all answered, server CPU per join; an established client's GET rate alone and during the burst", runJoin},
 }
 
