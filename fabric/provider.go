@@ -37,7 +37,7 @@ type Options struct {
 	// Ready is how many connections' resources a listener prepares
 	// before anyone dials, refilled in the background, so that a join
 	// does not wait for them (shm: sealed, mapped domains; rdma: event
-	// channels, PDs and CQs, made at the lowest CPU priority); 0: none.
+	// channels, PDs, CQs and QPs, made at the lowest CPU priority); 0: none.
 	// Each prepared resource goes to one connection and never back, so
 	// nothing passes between clients. Providers with nothing to prepare
 	// ignore it; those that prepare report the pool (ReadyCounter).

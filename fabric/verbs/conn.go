@@ -39,6 +39,7 @@ type conn struct {
 	jops      []C.jk_op         // ring.ops as a Go slice (C memory)
 	wcs       []C.struct_ibv_wc // ring.wc as a Go slice (C memory)
 	hasQP     bool
+	uqp       *C.struct_ibv_qp // a prepared QP rdma_cm does not own (ready.go); nil: id.qp
 	maxInline int
 
 	// doorbells
@@ -103,7 +104,7 @@ func (c *conn) watch() {
 			}
 			// Moves the QP to the error state, so outstanding WRs are
 			// flushed (and answers the peer's DREQ).
-			C.rdma_disconnect(c.id)
+			c.disconnect()
 			if !c.established.Load() {
 				c.forward(ev)
 			}
@@ -153,34 +154,46 @@ func (c *conn) waitEvent(ctx context.Context, want C.int) (event, error) {
 	}
 }
 
-// initVerbs creates the connection's PD, CQ and QP on its resolved device.
-func (c *conn) initVerbs(pr *prepared) error {
+// initVerbs gives the connection its PD, CQ and QP on its resolved device:
+// made here, or prepared (adopt) and only moved to INIT for this request.
+func (c *conn) initVerbs() error {
 	depth := c.opts.QueueDepth
+	if c.uqp == nil {
+		if err := c.makeVerbs(depth); err != nil {
+			return err
+		}
+	} else if rc := C.jk_qp_init(c.id, c.uqp); rc != 0 {
+		return errnoErr("ibv_modify_qp(INIT) of a prepared QP", rc)
+	}
+	c.jops = unsafe.Slice(c.ring.ops, depth)
+	c.wcs = unsafe.Slice(c.ring.wc, depth)
+	if c.hub != nil {
+		if err := c.hub.attach(c.rcq, c.qp()); err != nil {
+			return err
+		}
+	}
+	c.sq.init(depth)
+	return nil
+}
+
+// makeVerbs creates the PD, CQs, ring and rdma_cm's QP.
+func (c *conn) makeVerbs(depth int) error {
 	ctx := c.id.verbs
+	pd, err := C.ibv_alloc_pd(ctx)
+	if pd == nil {
+		return fmt.Errorf("verbs: ibv_alloc_pd: %v", err)
+	}
+	c.pd = pd
 	sendDepth, cqSize := depth, 2*depth
 	if c.dialer { // room for rings (see ringConn)
 		sendDepth += ringSlots
 		cqSize += ringSlots
 	}
-	if pr != nil { // made before the request came (ready.go), for this device
-		c.pd, c.cq, c.ring = pr.pd, pr.cq, pr.ring
+	cq, err := C.ibv_create_cq(ctx, C.int(cqSize), nil, nil, 0)
+	if cq == nil {
+		return fmt.Errorf("verbs: ibv_create_cq(%d): %v", cqSize, err)
 	}
-	if c.pd == nil {
-		pd, err := C.ibv_alloc_pd(ctx)
-		if pd == nil {
-			return fmt.Errorf("verbs: ibv_alloc_pd: %v", err)
-		}
-		c.pd = pd
-	}
-	if c.cq == nil {
-		cq, err := C.ibv_create_cq(ctx, C.int(cqSize), nil, nil, 0)
-		if cq == nil {
-			return fmt.Errorf("verbs: ibv_create_cq(%d): %v", cqSize, err)
-		}
-		c.cq = cq
-	}
-	pd, cq := c.pd, c.cq
-	var err error
+	c.cq = cq
 	rcq, recvDepth := cq, 1
 	if c.hub != nil {
 		if c.rcq, err = c.hub.newCQ(ctx, bellRecvs); err != nil {
@@ -188,26 +201,45 @@ func (c *conn) initVerbs(pr *prepared) error {
 		}
 		rcq, recvDepth = c.rcq, bellRecvs
 	}
-	if c.ring == nil {
-		if c.ring = C.jk_ring_new(C.int(depth)); c.ring == nil {
-			return fmt.Errorf("verbs: out of C memory for a ring of %d", depth)
-		}
+	if c.ring = C.jk_ring_new(C.int(depth)); c.ring == nil {
+		return fmt.Errorf("verbs: out of C memory for a ring of %d", depth)
 	}
-	c.jops = unsafe.Slice(c.ring.ops, depth)
-	c.wcs = unsafe.Slice(c.ring.wc, depth)
 	var inl C.int
 	if rc := C.jk_create_qp(c.id, pd, cq, rcq, C.int(sendDepth), C.int(recvDepth), &inl); rc != 0 {
 		return errnoErr(fmt.Sprintf("rdma_create_qp(depth %d)", depth), rc)
 	}
 	c.hasQP = true
-	if c.hub != nil {
-		if err := c.hub.attach(c.rcq, c.qp()); err != nil {
-			return err
-		}
-	}
 	c.maxInline = int(inl)
-	c.sq.init(depth)
 	return nil
+}
+
+// adopt takes prepared resources (ready.go) over for good, with the bell
+// hub's reference they hold.
+func (c *conn) adopt(p *prepared) {
+	c.pd, c.cq, c.ring, c.rcq, c.uqp, c.maxInline = p.pd, p.cq, p.ring, p.rcq, p.qp, p.maxInline
+	c.hasQP = p.qp != nil
+	if p.hub != nil {
+		c.hub = p.hub
+	}
+}
+
+// disconnect starts the disconnection; a QP rdma_cm does not own is moved
+// to the error state here, as rdma_disconnect does for its own, so that
+// outstanding work requests are flushed.
+func (c *conn) disconnect() {
+	if c.uqp != nil {
+		C.jk_qp_err(c.uqp)
+	}
+	C.rdma_disconnect(c.id)
+}
+
+// destroyQP frees the QP, rdma_cm's or a prepared one.
+func (c *conn) destroyQP() {
+	if c.uqp != nil {
+		C.ibv_destroy_qp(c.uqp)
+		return
+	}
+	C.rdma_destroy_qp(c.id)
 }
 
 func (c *conn) PeerData() []byte { return c.peerData }
@@ -227,7 +259,7 @@ func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closing.Store(true)
 		if c.established.Load() {
-			C.rdma_disconnect(c.id)
+			c.disconnect()
 			select {
 			case <-c.done:
 			case <-time.After(2 * time.Second):
@@ -251,7 +283,7 @@ func (c *conn) Close() error {
 			// Under the hub's lock: its drain must not see them half gone.
 			c.hub.mu.Lock()
 			if c.hasQP {
-				C.rdma_destroy_qp(c.id)
+				c.destroyQP()
 			}
 			if c.rcq != nil {
 				C.ibv_destroy_cq(c.rcq)
@@ -259,7 +291,7 @@ func (c *conn) Close() error {
 			c.hub.mu.Unlock()
 			c.hub.release()
 		} else if c.hasQP {
-			C.rdma_destroy_qp(c.id)
+			c.destroyQP()
 		}
 		if c.cq != nil {
 			C.ibv_destroy_cq(c.cq)

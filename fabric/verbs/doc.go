@@ -21,8 +21,12 @@
 //
 // Every connection, dialed or accepted, has its own protection domain,
 // completion queue and RC queue pair. A listener with Options.Ready keeps
-// that many accepted connections' event channels, PDs and CQs made ahead
-// (ready.go): each goes to one connection and never back. Regions are anonymous mmap memory
+// that many accepted connections' event channels, PDs, CQs and QPs made
+// ahead (ready.go): each goes to one connection and never back. Such a QP
+// is not rdma_cm's (no request's id exists when it is made): the
+// connection drives it through INIT, RTR and RTS with the attributes
+// rdma_cm gives the request, accepts naming its number, and moves it to
+// the error state at disconnect. Regions are anonymous mmap memory
 // (2 MiB huge pages when the size is a multiple of 2 MiB and the system has
 // them, else 4 KiB pages, logged once), registered in that domain for local
 // write and remote read/write. A peer that names the rkey of a region of

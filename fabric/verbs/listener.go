@@ -91,7 +91,7 @@ func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
 	au := url.URL{Scheme: u.Scheme, Host: net.JoinHostPort(t.host, strconv.Itoa(int(C.jk_src_port(id)))), RawQuery: u.RawQuery}
 	l := &listener{opts: o, ev: ev, id: id, addr: au.String(), q: make(chan *setup, backlog), closed: make(chan struct{}), hub: hub}
 	if o.Ready > 0 && id.verbs != nil { // bound to an address: its device is known
-		l.ready, l.readyCtx = newReadyPool(id.verbs, o.Ready, o.QueueDepth), id.verbs
+		l.ready, l.readyCtx = newReadyPool(id.verbs, o.Ready, o.QueueDepth, hub), id.verbs
 	}
 	l.loopWG.Add(1)
 	go l.loop()
@@ -159,22 +159,21 @@ func (l *listener) newSetup(ev event) (*setup, error) {
 	}
 	c := newConn(ch, ev.id, l.opts, false)
 	c.peerData = data
-	if l.hub != nil {
+	if pr != nil {
+		c.adopt(pr) // with its reference to the hub
+	} else if l.hub != nil {
 		l.hub.acquire() // released by c.Close
 		c.hub = l.hub
 	}
 	ini, resp, err := rdAtom(ev.id.verbs)
 	if err != nil {
-		if pr != nil {
-			c.pd, c.cq, c.ring = pr.pd, pr.cq, pr.ring // Close frees them
-		}
 		c.Close()
 		return nil, err
 	}
 	// The request's values are already from our side's point of view.
 	c.initDepth = uint8(min(int(ev.initDepth), int(ini)))
 	c.respRes = uint8(min(int(ev.respRes), int(resp)))
-	if err := c.initVerbs(pr); err != nil {
+	if err := c.initVerbs(); err != nil {
 		c.Close() // rejects
 		return nil, err
 	}

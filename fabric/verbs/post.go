@@ -120,7 +120,12 @@ func (c *conn) Post(ops []fabric.Op) error {
 	return nil
 }
 
-func (c *conn) qp() *C.struct_ibv_qp { return c.id.qp }
+func (c *conn) qp() *C.struct_ibv_qp {
+	if c.uqp != nil {
+		return c.uqp
+	}
+	return c.id.qp
+}
 
 // Poll delivers finished ops in posting order, reaping the CQ (one
 // ibv_poll_cq for up to len(cs) entries) when nothing is ready.

@@ -120,7 +120,7 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 		return fail(err)
 	}
 	c.initDepth, c.respRes = min(uint8(16), uint8(min(ini, 255))), min(uint8(16), uint8(min(resp, 255)))
-	if err := c.initVerbs(nil); err != nil {
+	if err := c.initVerbs(); err != nil {
 		return fail(err)
 	}
 	trace(stepDialerVerbs)

@@ -16,21 +16,26 @@ import (
 	"github.com/jakiro-kv/jakiro/fabric/internal/readypool"
 )
 
-// prepared is what an acceptor's connection needs that no connect request
-// has to exist for: its event channel, protection domain, completion
-// queue and ring of ops, made before anyone dials (fabric.Options.Ready).
-// Each goes to one connection and is never reused, so a client gets a PD
-// of its own, as on the join path. The QP is made at the request: rdma_cm
-// binds it to the request's id.
+// prepared is what an acceptor's connection needs, made before anyone
+// dials (fabric.Options.Ready): its event channel, protection domain,
+// completion queues, ring of ops and RC QP. Each goes to one connection
+// and is never reused, so a client gets a PD and QP of its own, as on the
+// join path. The QP is outside rdma_cm (no request's id exists yet): the
+// connection drives its states itself (jk_qp_init, jk_accept_qp,
+// jk_qp_err), with the attributes rdma_cm gives the request.
 type prepared struct {
-	ev   *evChan
-	ctx  *C.struct_ibv_context
-	pd   *C.struct_ibv_pd
-	cq   *C.struct_ibv_cq
-	ring *C.jk_ring
+	ev        *evChan
+	ctx       *C.struct_ibv_context
+	pd        *C.struct_ibv_pd
+	cq        *C.struct_ibv_cq
+	ring      *C.jk_ring
+	hub       *bellHub         // the listener's, with bells: holds a reference
+	rcq       *C.struct_ibv_cq // with bells: the receive CQ on the hub's channel
+	qp        *C.struct_ibv_qp
+	maxInline int
 }
 
-func prepare(ctx *C.struct_ibv_context, depth int) (*prepared, error) {
+func prepare(ctx *C.struct_ibv_context, depth int, hub *bellHub) (*prepared, error) {
 	ev, err := newEvChan()
 	if err != nil {
 		return nil, err
@@ -48,11 +53,38 @@ func prepare(ctx *C.struct_ibv_context, depth int) (*prepared, error) {
 		p.free()
 		return nil, fmt.Errorf("verbs: out of C memory for a ring of %d", depth)
 	}
+	rcq, recvDepth := p.cq, 1
+	if hub != nil {
+		hub.acquire()
+		p.hub = hub
+		if p.rcq, err = hub.newCQ(ctx, bellRecvs); err != nil {
+			p.free()
+			return nil, err
+		}
+		rcq, recvDepth = p.rcq, bellRecvs
+	}
+	var inl C.int
+	if p.qp, err = C.jk_qp_new(p.pd, p.cq, rcq, C.int(depth), C.int(recvDepth), &inl); p.qp == nil {
+		p.free()
+		return nil, fmt.Errorf("verbs: ibv_create_qp(depth %d): %v", depth, err)
+	}
+	p.maxInline = int(inl)
 	return p, nil
 }
 
 // free releases what nobody took.
 func (p *prepared) free() {
+	if p.qp != nil {
+		C.ibv_destroy_qp(p.qp)
+	}
+	if p.hub != nil {
+		p.hub.mu.Lock() // its drain must not see the CQ half gone
+		if p.rcq != nil {
+			C.ibv_destroy_cq(p.rcq)
+		}
+		p.hub.mu.Unlock()
+		p.hub.release()
+	}
 	if p.ring != nil {
 		C.jk_ring_free(p.ring)
 	}
@@ -68,12 +100,12 @@ func (p *prepared) free() {
 
 // newReadyPool keeps prepared resources for the listener's device
 // (readypool: up to Options.Ready, made at the lowest CPU priority); per
-// entry one event channel, one PD, one CQ of 2 x QueueDepth entries and a
-// ring of QueueDepth ops.
-func newReadyPool(ctx *C.struct_ibv_context, n, depth int) *readypool.Pool[*prepared] {
+// entry one event channel, one PD, one CQ of 2 x QueueDepth entries (and a
+// receive CQ for bells), a ring of QueueDepth ops and a QP.
+func newReadyPool(ctx *C.struct_ibv_context, n, depth int, hub *bellHub) *readypool.Pool[*prepared] {
 	return readypool.New(readypool.Config[*prepared]{
 		Size: n,
-		Make: func() (*prepared, error) { return prepare(ctx, depth) },
+		Make: func() (*prepared, error) { return prepare(ctx, depth, hub) },
 		Free: (*prepared).free,
 		Idle: true,
 	})

@@ -64,7 +64,15 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		}
 		pd := encodeAcceptData(data, nb)
 		c.accepted.Store(true)
-		rc = C.jk_accept(c.id, unsafe.Pointer(&pd[0]), C.int(len(pd)), C.int(c.initDepth), C.int(c.respRes))
+		if c.uqp != nil { // prepared: its states are ours to drive
+			rnr := -1
+			if c.hub != nil {
+				rnr = minRNRTimer // set where IB allows it, at RTR (setMinRNR)
+			}
+			rc = C.jk_accept_qp(c.id, c.uqp, unsafe.Pointer(&pd[0]), C.int(len(pd)), C.int(c.initDepth), C.int(c.respRes), C.int(rnr))
+		} else {
+			rc = C.jk_accept(c.id, unsafe.Pointer(&pd[0]), C.int(len(pd)), C.int(c.initDepth), C.int(c.respRes))
+		}
 	}
 	if rc != 0 {
 		c.Close()
@@ -81,8 +89,8 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 			return nil, err
 		}
 		c.peerBells = bellsOffered(ev.data)
-	} else if c.hub != nil {
-		c.setMinRNR()
+	} else if c.hub != nil && c.uqp == nil {
+		c.setMinRNR() // a prepared QP got it at RTR
 	}
 	c.established.Store(true)
 	s.done.Store(true)

@@ -149,23 +149,30 @@ int jk_rd_atom(struct ibv_context *ctx, int *init_depth, int *resp_res) {
 	return 0;
 }
 
+// jk_qp_attr fills a's RC QP attributes, asking for inline bytes.
+static void jk_qp_attr(struct ibv_qp_init_attr *a, struct ibv_cq *scq, struct ibv_cq *rcq, int send_depth, int recv_depth, int inl) {
+	memset(a, 0, sizeof *a);
+	a->send_cq = scq;
+	a->recv_cq = rcq;
+	a->qp_type = IBV_QPT_RC;
+	a->sq_sig_all = 0;
+	a->cap.max_send_wr = send_depth;
+	a->cap.max_recv_wr = recv_depth;
+	a->cap.max_send_sge = 1;
+	a->cap.max_recv_sge = 1;
+	a->cap.max_inline_data = inl;
+}
+
+// The inline sizes asked for, largest first: the device grants one of them.
+static const int jk_inline[] = {256, 128, 64, 0};
+
 // jk_create_qp creates the RC QP on id, asking for the largest inline size
 // the device grants among a few; *max_inline is what it granted.
 int jk_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, int send_depth, int recv_depth, int *max_inline) {
-	static const int want[] = {256, 128, 64, 0};
 	int err = 0;
-	for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++) {
+	for (unsigned i = 0; i < sizeof jk_inline / sizeof jk_inline[0]; i++) {
 		struct ibv_qp_init_attr a;
-		memset(&a, 0, sizeof a);
-		a.send_cq = scq;
-		a.recv_cq = rcq;
-		a.qp_type = IBV_QPT_RC;
-		a.sq_sig_all = 0;
-		a.cap.max_send_wr = send_depth;
-		a.cap.max_recv_wr = recv_depth;
-		a.cap.max_send_sge = 1;
-		a.cap.max_recv_sge = 1;
-		a.cap.max_inline_data = want[i];
+		jk_qp_attr(&a, scq, rcq, send_depth, recv_depth, jk_inline[i]);
 		if (rdma_create_qp(id, pd, &a) == 0) {
 			*max_inline = a.cap.max_inline_data;
 			return 0;
@@ -175,29 +182,93 @@ int jk_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *scq, s
 	return err;
 }
 
+// jk_conn_param fills the connection parameters of a connect or accept.
+static void jk_conn_param(struct rdma_conn_param *p, const void *pd, int pdlen, int init_depth, int resp_res) {
+	memset(p, 0, sizeof *p);
+	p->private_data = pd;
+	p->private_data_len = pdlen;
+	p->initiator_depth = init_depth;
+	p->responder_resources = resp_res;
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+}
+
 int jk_connect(struct rdma_cm_id *id, const void *pd, int pdlen, int flow, int init_depth, int resp_res) {
 	struct rdma_conn_param p;
-	memset(&p, 0, sizeof p);
-	p.private_data = pd;
-	p.private_data_len = pdlen;
+	jk_conn_param(&p, pd, pdlen, init_depth, resp_res);
 	p.flow_control = flow;
-	p.initiator_depth = init_depth;
-	p.responder_resources = resp_res;
-	p.retry_count = 7;
-	p.rnr_retry_count = 7;
 	return rdma_connect(id, &p) ? errno : 0;
 }
 
 int jk_accept(struct rdma_cm_id *id, const void *pd, int pdlen, int init_depth, int resp_res) {
 	struct rdma_conn_param p;
-	memset(&p, 0, sizeof p);
-	p.private_data = pd;
-	p.private_data_len = pdlen;
-	p.initiator_depth = init_depth;
-	p.responder_resources = resp_res;
-	p.retry_count = 7;
-	p.rnr_retry_count = 7;
+	jk_conn_param(&p, pd, pdlen, init_depth, resp_res);
 	return rdma_accept(id, &p) ? errno : 0;
+}
+
+// jk_qp_new creates an RC QP on pd, outside rdma_cm, asking for the
+// largest inline size the device grants among a few, as jk_create_qp.
+struct ibv_qp *jk_qp_new(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, int send_depth, int recv_depth, int *max_inline) {
+	for (unsigned i = 0; i < sizeof jk_inline / sizeof jk_inline[0]; i++) {
+		struct ibv_qp_init_attr a;
+		jk_qp_attr(&a, scq, rcq, send_depth, recv_depth, jk_inline[i]);
+		struct ibv_qp *qp = ibv_create_qp(pd, &a);
+		if (qp) {
+			*max_inline = a.cap.max_inline_data;
+			return qp;
+		}
+	}
+	return NULL;
+}
+
+// jk_qp_to moves qp to state st with the attributes rdma_cm gives id's
+// connection; rd >= 0 overrides the READ credits of RTR (responder) or
+// RTS (initiator), as rdma_accept does, and rnr >= 0 RTR's RNR back-off
+// (IB encoding; rdma_cm's 0 means 655 ms). 0 or an errno.
+static int jk_qp_to(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state st, int rd, int rnr) {
+	struct ibv_qp_attr a;
+	int mask = 0;
+	memset(&a, 0, sizeof a);
+	a.qp_state = st;
+	if (rdma_init_qp_attr(id, &a, &mask))
+		return errno;
+	if (rd >= 0 && st == IBV_QPS_RTR)
+		a.max_dest_rd_atomic = rd;
+	if (rd >= 0 && st == IBV_QPS_RTS)
+		a.max_rd_atomic = rd;
+	if (rnr >= 0 && st == IBV_QPS_RTR) {
+		a.min_rnr_timer = rnr;
+		mask |= IBV_QP_MIN_RNR_TIMER;
+	}
+	return ibv_modify_qp(qp, &a, mask);
+}
+
+// jk_qp_init moves a pool's QP to INIT for the request id (receives can
+// then be posted). 0 or an errno.
+int jk_qp_init(struct rdma_cm_id *id, struct ibv_qp *qp) { return jk_qp_to(id, qp, IBV_QPS_INIT, -1, -1); }
+
+// jk_accept_qp accepts id's request on a QP rdma_cm does not own: RTR
+// (with min_rnr, if >= 0), RTS, then rdma_accept naming its number. 0 or
+// an errno.
+int jk_accept_qp(struct rdma_cm_id *id, struct ibv_qp *qp, const void *pd, int pdlen, int init_depth, int resp_res, int min_rnr) {
+	int rc = jk_qp_to(id, qp, IBV_QPS_RTR, resp_res, min_rnr);
+	if (rc)
+		return rc;
+	if ((rc = jk_qp_to(id, qp, IBV_QPS_RTS, init_depth, -1)))
+		return rc;
+	struct rdma_conn_param p;
+	jk_conn_param(&p, pd, pdlen, init_depth, resp_res);
+	p.qp_num = qp->qp_num;
+	return rdma_accept(id, &p) ? errno : 0;
+}
+
+// jk_qp_err moves qp to the error state, flushing its outstanding work
+// requests (rdma_disconnect does it only for the QP its id owns).
+int jk_qp_err(struct ibv_qp *qp) {
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_ERR;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
 const char *jk_dev_name(struct rdma_cm_id *id) {

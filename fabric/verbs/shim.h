@@ -62,6 +62,14 @@ int jk_rd_atom(struct ibv_context *ctx, int *init_depth, int *resp_res);
 int jk_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, int send_depth, int recv_depth, int *max_inline);
 int jk_connect(struct rdma_cm_id *id, const void *pd, int pdlen, int flow, int init_depth, int resp_res);
 int jk_accept(struct rdma_cm_id *id, const void *pd, int pdlen, int init_depth, int resp_res);
+
+// A QP made before any connect request (a listener's pool): no rdma_cm id
+// owns it, so its states are driven here, with the attributes rdma_cm
+// computes for the request's id, as rdma_accept does for the QPs it owns.
+struct ibv_qp *jk_qp_new(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, int send_depth, int recv_depth, int *max_inline);
+int jk_qp_init(struct rdma_cm_id *id, struct ibv_qp *qp);
+int jk_accept_qp(struct rdma_cm_id *id, struct ibv_qp *qp, const void *pd, int pdlen, int init_depth, int resp_res, int min_rnr);
+int jk_qp_err(struct ibv_qp *qp);
 const char *jk_dev_name(struct rdma_cm_id *id);
 int jk_src_port(struct rdma_cm_id *id);
 int jk_port_num(struct rdma_cm_id *id);
