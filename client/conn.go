@@ -55,9 +55,6 @@ type conn struct {
 	// wokeBell: this step rang a partition blocked on its bell; the
 	// driver gives up its core once (group.go).
 	wokeBell bool
-	// control: the control block's WRITE (rfp.Link.Control), posted
-	// ahead of the first requests; nil once posted or where Dial wrote it.
-	control []fabric.Op
 
 	g *pollGroup
 
@@ -147,7 +144,7 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 		comps: make([]fabric.Completion, pollBatch), slotCall: make([]*call, l.Partitions*l.Slots),
 		fifo: make([]callQueue, l.Partitions)}
 	if link.Control != nil {
-		cn.control = []fabric.Op{*link.Control}
+		eng.Queue(*link.Control) // goes out with the first requests
 	}
 	cn.corker, _ = link.Conn.(fabric.Corker)
 	cn.cold.Store(ecfg.SoftNIC)
@@ -486,18 +483,13 @@ func (c *conn) progressLocked(now int64, driver *waiter) (woke int, err error) {
 // that announce them.
 func (c *conn) flushLocked() error {
 	e := c.eng
-	ops, rings := e.Pending(), e.Rings()
 	// Where a post and a ring are a send each (tcp), requests and the
 	// rings that announce them go out together.
-	corked := c.corker != nil && len(ops) > 0 && len(rings) > 0
+	corked := c.corker != nil && len(e.Rings()) > 0
 	if corked {
 		c.corker.Cork()
 	}
-	if len(ops) > 0 {
-		if c.control != nil {
-			ops = append(c.control, ops...) // once: the first requests bring it
-			c.control = nil
-		}
+	if ops := e.Pending(); len(ops) > 0 {
 		if err := c.fc.Post(ops); err != nil {
 			if corked {
 				c.corker.Uncork()
@@ -507,7 +499,7 @@ func (c *conn) flushLocked() error {
 		c.posted += len(ops)
 		e.Posted()
 	}
-	if len(rings) > 0 {
+	if rings := e.Rings(); len(rings) > 0 {
 		for _, p := range rings {
 			blocked := c.watcher != nil && c.watcher.BellBlocked(p)
 			if c.watcher != nil && e.Reminder(p) && !blocked {

@@ -29,9 +29,10 @@ type Link struct {
 	Welcome Welcome
 	// Control, where the fabric applies WRITEs in order, is the control
 	// block's WRITE, not posted yet: the owner posts it ahead of its first
-	// requests, in the same batch (one send on tcp), and it lands before
-	// them. Its ID is a WRITE ID, which an Engine ignores. Where WRITEs
-	// may land out of order Dial wrote the block itself, and Control is nil.
+	// requests, in the same batch (one send on tcp; Engine.Queue), and it
+	// lands before them. Its ID is a WRITE ID, which an Engine ignores.
+	// Where WRITEs may land out of order Dial wrote the block itself, and
+	// Control is nil.
 	Control *fabric.Op
 }
 

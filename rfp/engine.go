@@ -442,6 +442,11 @@ func (e *Engine) flushWrites() {
 	e.dirty = e.dirty[:0]
 }
 
+// Queue adds op ahead of what the next Pending returns: a Link's control
+// block WRITE (Link.Control), which must land before the first request and
+// goes out with it. Its completion, a WRITE's, is one the engine ignores.
+func (e *Engine) Queue(op fabric.Op) { e.pending = append(e.pending, op) }
+
 // Posted says the driver posted every operation Pending returned.
 func (e *Engine) Posted() { e.pending = e.pending[:0] }
 
