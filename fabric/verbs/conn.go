@@ -178,39 +178,47 @@ func (c *conn) initVerbs() error {
 
 // makeVerbs creates the PD, CQs, ring and rdma_cm's QP.
 func (c *conn) makeVerbs(depth int) error {
-	ctx := c.id.verbs
-	pd, err := C.ibv_alloc_pd(ctx)
-	if pd == nil {
-		return fmt.Errorf("verbs: ibv_alloc_pd: %v", err)
-	}
-	c.pd = pd
 	sendDepth, cqSize := depth, 2*depth
 	if c.dialer { // room for rings (see ringConn)
 		sendDepth += ringSlots
 		cqSize += ringSlots
 	}
-	cq, err := C.ibv_create_cq(ctx, C.int(cqSize), nil, nil, 0)
-	if cq == nil {
-		return fmt.Errorf("verbs: ibv_create_cq(%d): %v", cqSize, err)
+	var err error
+	if c.pd, c.cq, c.rcq, c.ring, err = makeQueues(c.id.verbs, depth, cqSize, c.hub); err != nil {
+		return err // Close frees what was made
 	}
-	c.cq = cq
-	rcq, recvDepth := cq, 1
-	if c.hub != nil {
-		if c.rcq, err = c.hub.newCQ(ctx, bellRecvs); err != nil {
-			return err
-		}
+	rcq, recvDepth := c.cq, 1
+	if c.rcq != nil {
 		rcq, recvDepth = c.rcq, bellRecvs
 	}
-	if c.ring = C.jk_ring_new(C.int(depth)); c.ring == nil {
-		return fmt.Errorf("verbs: out of C memory for a ring of %d", depth)
-	}
 	var inl C.int
-	if rc := C.jk_create_qp(c.id, pd, cq, rcq, C.int(sendDepth), C.int(recvDepth), &inl); rc != 0 {
+	if rc := C.jk_create_qp(c.id, c.pd, c.cq, rcq, C.int(sendDepth), C.int(recvDepth), &inl); rc != 0 {
 		return errnoErr(fmt.Sprintf("rdma_create_qp(depth %d)", depth), rc)
 	}
 	c.hasQP = true
 	c.maxInline = int(inl)
 	return nil
+}
+
+// makeQueues makes a connection's PD, its CQ of cqSize entries, its ring
+// of depth ops and, with bells (hub), its receive CQ on the hub's channel.
+// On error what it made is returned too, for the caller to free.
+func makeQueues(ctx *C.struct_ibv_context, depth, cqSize int, hub *bellHub) (pd *C.struct_ibv_pd, cq, rcq *C.struct_ibv_cq, ring *C.jk_ring, err error) {
+	if pd, err = C.ibv_alloc_pd(ctx); pd == nil {
+		return pd, cq, rcq, ring, fmt.Errorf("verbs: ibv_alloc_pd: %v", err)
+	}
+	if cq, err = C.ibv_create_cq(ctx, C.int(cqSize), nil, nil, 0); cq == nil {
+		return pd, cq, rcq, ring, fmt.Errorf("verbs: ibv_create_cq(%d): %v", cqSize, err)
+	}
+	if ring = C.jk_ring_new(C.int(depth)); ring == nil {
+		return pd, cq, rcq, ring, fmt.Errorf("verbs: out of C memory for a ring of %d", depth)
+	}
+	if hub != nil {
+		if rcq, err = hub.newCQ(ctx, bellRecvs); err != nil {
+			return pd, cq, rcq, ring, err
+		}
+	}
+	return pd, cq, rcq, ring, nil
 }
 
 // adopt takes prepared resources (ready.go) over for good, with the bell

@@ -25,7 +25,6 @@ import (
 // jk_qp_err), with the attributes rdma_cm gives the request.
 type prepared struct {
 	ev        *evChan
-	ctx       *C.struct_ibv_context
 	pd        *C.struct_ibv_pd
 	cq        *C.struct_ibv_cq
 	ring      *C.jk_ring
@@ -40,27 +39,17 @@ func prepare(ctx *C.struct_ibv_context, depth int, hub *bellHub) (*prepared, err
 	if err != nil {
 		return nil, err
 	}
-	p := &prepared{ev: ev, ctx: ctx}
-	if p.pd, err = C.ibv_alloc_pd(ctx); p.pd == nil {
-		p.free()
-		return nil, fmt.Errorf("verbs: ibv_alloc_pd: %v", err)
+	p := &prepared{ev: ev}
+	if hub != nil {
+		hub.acquire() // the connection inherits it (conn.adopt); free drops it
+		p.hub = hub
 	}
-	if p.cq, err = C.ibv_create_cq(ctx, C.int(2*depth), nil, nil, 0); p.cq == nil {
+	if p.pd, p.cq, p.rcq, p.ring, err = makeQueues(ctx, depth, 2*depth, hub); err != nil {
 		p.free()
-		return nil, fmt.Errorf("verbs: ibv_create_cq(%d): %v", 2*depth, err)
-	}
-	if p.ring = C.jk_ring_new(C.int(depth)); p.ring == nil {
-		p.free()
-		return nil, fmt.Errorf("verbs: out of C memory for a ring of %d", depth)
+		return nil, err
 	}
 	rcq, recvDepth := p.cq, 1
-	if hub != nil {
-		hub.acquire()
-		p.hub = hub
-		if p.rcq, err = hub.newCQ(ctx, bellRecvs); err != nil {
-			p.free()
-			return nil, err
-		}
+	if p.rcq != nil {
 		rcq, recvDepth = p.rcq, bellRecvs
 	}
 	var inl C.int
