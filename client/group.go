@@ -270,7 +270,7 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 			// Looked at here, not every pass: a pass of a lone
 			// caller's wait is tens of nanoseconds.
 			if stall.due(now, unyielded, left) && g.local() {
-				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+				stall.giveWay(now)
 			}
 			unyielded = 0
 			gosched = now + goschedNS

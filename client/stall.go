@@ -1,5 +1,11 @@
 package client
 
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
 // stallNS: how long a driver sees no answer come in before it gives its
 // core away (sched_yield), where the server shares this host (shm).
 //
@@ -15,21 +21,39 @@ package client
 // latency 12-17% slower (osYieldColdNS).
 const stallNS = 10_000
 
+// A stall that lasts is the server starved of CPU, not a core briefly
+// lost: past stallNapNS without an answer the driver sleeps instead of
+// yielding, a quarter of the stall so far each time (stallNapMin to
+// stallNapMax), so an answer that comes meanwhile is seen at most 25%
+// later than it came. Yielding forever was harmful there: every
+// process waiting so stays runnable and takes its turns on the cores
+// the server needs to answer it. A burst of 256 short-lived clients
+// whose server runs in a session (autogroup) of its own spun so, their
+// drivers yielding every stallNS, and the host's scheduler starved
+// every other process, the server and a bystander alike, for up to 30 s
+// (kernel 6.18, 2 cores: 0.6 M context switches a second).
+const (
+	stallNapNS  = 1_000_000
+	stallNapMin = 50_000
+	stallNapMax = 2_000_000
+)
+
 // stallWatch tells a driver when its group's answers have stalled: no
 // caller woken and none of the driver's own calls done for stallNS, then
 // again every stallNS while that lasts. The driver asks at its yields
 // (every goschedNS at least), with the callers woken since the last.
 // Pure: the driver brings the clock.
 type stallWatch struct {
-	left int32 // the driver's calls not done, at the last progress
-	at   int64 // when the stall is due; 0 before the first pass
+	left  int32 // the driver's calls not done, at the last progress
+	at    int64 // when the stall is due; 0 before the first pass
+	since int64 // the last progress
 }
 
 // due takes the clock, the callers woken since the last call and the
 // driver's calls left, and says whether the stall is due now.
 func (s *stallWatch) due(now int64, woke int, left int32) bool {
 	if woke > 0 || left != s.left || s.at == 0 {
-		s.left, s.at = left, now+stallNS
+		s.left, s.at, s.since = left, now+stallNS, now
 		return false
 	}
 	if now < s.at {
@@ -37,4 +61,26 @@ func (s *stallWatch) due(now int64, woke int, left int32) bool {
 	}
 	s.at = now + stallNS
 	return true
+}
+
+// nap is how long a driver whose stall is due should sleep rather than
+// yield: 0 until the stall lasted stallNapNS.
+func (s *stallWatch) nap(now int64) int64 {
+	d := now - s.since
+	if d < stallNapNS {
+		return 0
+	}
+	return min(max(d/4, stallNapMin), stallNapMax)
+}
+
+// giveWay gives the driver's core away in a stall: a yield, or past
+// stallNapNS a nap.
+//
+//go:noinline
+func (s *stallWatch) giveWay(now int64) {
+	if d := s.nap(now); d > 0 {
+		time.Sleep(time.Duration(d))
+		return
+	}
+	unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 }

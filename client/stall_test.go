@@ -28,3 +28,32 @@ func TestStallWatch(t *testing.T) {
 		}
 	}
 }
+
+// A stall that lasts past stallNapNS makes the driver sleep a quarter of
+// it, within stallNapMin and stallNapMax; progress starts it over.
+func TestStallWatchNap(t *testing.T) {
+	var s stallWatch
+	s.due(1000, 0, 3) // the first pass: progress at 1000
+	steps := []struct {
+		now  int64
+		woke int
+		want int64
+	}{
+		{1000 + stallNS, 0, 0},
+		{1000 + stallNapNS - 1, 0, 0},
+		{1000 + stallNapNS, 0, stallNapNS / 4},
+		{1000 + 4*stallNapNS, 0, stallNapMax / 2},
+		{1000 + 20*stallNapNS, 0, stallNapMax},
+		{1000 + 21*stallNapNS, 1, 0}, // an answer: no stall
+		{1000 + 21*stallNapNS + stallNapNS/2, 0, 0},
+	}
+	for i, st := range steps {
+		s.due(st.now, st.woke, 3)
+		if got := s.nap(st.now); got != st.want {
+			t.Fatalf("step %d (now %d): nap %d, want %d", i, st.now, got, st.want)
+		}
+	}
+	if stallNapMin*4 > stallNapNS {
+		t.Fatalf("stallNapMin %d: a nap past stallNapNS would exceed a quarter of the stall", stallNapMin)
+	}
+}
