@@ -40,6 +40,7 @@ type conn struct {
 	// more often meanwhile (group.go, osYieldColdNS).
 	cold      atomic.Bool
 	copyReads bool // READs are copies (shm): fetched at once (rfp.EngineConfig)
+	onHost    bool // the server runs on this host (fabric.SharesHost): stalls nap (stall.go)
 
 	mu       sync.Mutex
 	fc       fabric.Conn
@@ -147,6 +148,7 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 		eng.Queue(*link.Control) // goes out with the first requests
 	}
 	cn.corker, _ = link.Conn.(fabric.Corker)
+	cn.onHost = fabric.SharesHost(link.Conn)
 	cn.cold.Store(ecfg.SoftNIC)
 	return cn, nil
 }

@@ -269,8 +269,8 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 		if unyielded > 0 && hungry || now >= gosched {
 			// Looked at here, not every pass: a pass of a lone
 			// caller's wait is tens of nanoseconds.
-			if stall.due(now, unyielded, left) && g.local() {
-				stall.giveWay(now)
+			if stall.due(now, unyielded, left) {
+				stall.giveWay(now, g.local(), g.onHost())
 			}
 			unyielded = 0
 			gosched = now + goschedNS
@@ -329,6 +329,17 @@ func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry, cold bool, now int6
 func (g *pollGroup) local() bool {
 	for _, cn := range g.active {
 		if cn.copyReads {
+			return true
+		}
+	}
+	return false
+}
+
+// onHost says whether a busy connection's server runs on this host
+// (shm, or tcp to a local address): a long stall there naps (stall.go).
+func (g *pollGroup) onHost() bool {
+	for _, cn := range g.active {
+		if cn.onHost {
 			return true
 		}
 	}

@@ -25,13 +25,16 @@ const stallNS = 10_000
 // lost: past stallNapNS without an answer the driver sleeps instead of
 // yielding, a quarter of the stall so far each time (stallNapMin to
 // stallNapMax), so an answer that comes meanwhile is seen at most 25%
-// later than it came. Yielding forever was harmful there: every
-// process waiting so stays runnable and takes its turns on the cores
-// the server needs to answer it. A burst of 256 short-lived clients
-// whose server runs in a session (autogroup) of its own spun so, their
-// drivers yielding every stallNS, and the host's scheduler starved
-// every other process, the server and a bystander alike, for up to 30 s
-// (kernel 6.18, 2 cores: 0.6 M context switches a second).
+// later than it came. Only where the server runs on this host (shm, or
+// tcp to a local address: fabric.SharesHost): a remote server's answer
+// may take milliseconds for the network's sake. Spinning on was harmful
+// there: every process waiting so stays runnable and takes its turns on
+// the cores the server needs to answer it. A burst of 256 short-lived
+// clients whose server runs in a session (autogroup) of its own spun so
+// (on shm yielding every stallNS, on tcp in its polls), and the host's
+// scheduler starved every other process, the server and a bystander
+// alike, for up to 30 s (kernel 6.18, 2 cores: 0.6 M context switches a
+// second).
 const (
 	stallNapNS  = 1_000_000
 	stallNapMin = 50_000
@@ -73,14 +76,18 @@ func (s *stallWatch) nap(now int64) int64 {
 	return min(max(d/4, stallNapMin), stallNapMax)
 }
 
-// giveWay gives the driver's core away in a stall: a yield, or past
-// stallNapNS a nap.
+// giveWay gives the driver's core away in a stall: past stallNapNS a
+// nap where the server runs on this host (onHost), else a yield where it
+// shares this host's memory (local: shm; stallNS). Out of line: inlined
+// into the driver's loop it cost one-at-a-time shm latency 9%.
 //
 //go:noinline
-func (s *stallWatch) giveWay(now int64) {
-	if d := s.nap(now); d > 0 {
+func (s *stallWatch) giveWay(now int64, local, onHost bool) {
+	if d := s.nap(now); d > 0 && onHost {
 		time.Sleep(time.Duration(d))
 		return
 	}
-	unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	if local {
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
 }

@@ -1,0 +1,65 @@
+package tcp
+
+import (
+	"net"
+	"syscall"
+	"testing"
+)
+
+// fdOf runs f with c's descriptor.
+func fdOf(t *testing.T, c syscall.Conn, f func(fd int)) {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Control(func(fd uintptr) { f(int(fd)) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dialSelf connects to a listener on addr and returns the dialer's end.
+func dialSelf(t *testing.T, network, addr string) net.Conn {
+	t.Helper()
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Skipf("listen %s %s: %v", network, addr, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	c, err := net.Dial(network, ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// A connection over loopback, or to one of this host's own addresses, has
+// its peer on this host; a socket that is no IP connection has none.
+func TestSameHost(t *testing.T) {
+	fdOf(t, dialSelf(t, "tcp", "127.0.0.1:0").(*net.TCPConn), func(fd int) {
+		if !sameHost(fd) {
+			t.Error("a loopback connection's peer is not on this host")
+		}
+	})
+	fdOf(t, dialSelf(t, "unix", t.TempDir()+"/s").(*net.UnixConn), func(fd int) {
+		if sameHost(fd) {
+			t.Error("a unix socket taken for a TCP peer on this host")
+		}
+	})
+	// One of this host's own addresses, if it has one besides loopback.
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		ip, ok := a.(*net.IPNet)
+		if !ok || ip.IP.IsLoopback() || ip.IP.To4() == nil {
+			continue
+		}
+		fdOf(t, dialSelf(t, "tcp", net.JoinHostPort(ip.IP.String(), "0")).(*net.TCPConn), func(fd int) {
+			if !sameHost(fd) {
+				t.Errorf("a connection to this host's own %v: peer not on this host", ip.IP)
+			}
+		})
+		return
+	}
+	t.Log("no address besides loopback: the own-address case not tried")
+}
