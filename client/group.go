@@ -270,7 +270,7 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 			// Looked at here, not every pass: a pass of a lone
 			// caller's wait is tens of nanoseconds.
 			if stall.due(now, unyielded, left) {
-				stall.giveWay(now, g.local(), g.onHost())
+				stall.giveWay(now, g)
 			}
 			unyielded = 0
 			gosched = now + goschedNS

@@ -76,18 +76,18 @@ func (s *stallWatch) nap(now int64) int64 {
 	return min(max(d/4, stallNapMin), stallNapMax)
 }
 
-// giveWay gives the driver's core away in a stall: past stallNapNS a
-// nap where the server runs on this host (onHost), else a yield where it
+// giveWay gives g's driver's core away in a stall: past stallNapNS a nap
+// where the server runs on this host (onHost), else a yield where it
 // shares this host's memory (local: shm; stallNS). Out of line: inlined
 // into the driver's loop it cost one-at-a-time shm latency 9%.
 //
 //go:noinline
-func (s *stallWatch) giveWay(now int64, local, onHost bool) {
-	if d := s.nap(now); d > 0 && onHost {
+func (s *stallWatch) giveWay(now int64, g *pollGroup) {
+	if d := s.nap(now); d > 0 && g.onHost() {
 		time.Sleep(time.Duration(d))
 		return
 	}
-	if local {
+	if g.local() {
 		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 }

@@ -28,7 +28,6 @@ type conn struct {
 	source   int            // acceptor side: the name its rings carry (bells.AllocSource)
 	peerData []byte
 	depth    int
-	sameHost bool // the peer runs on this host (SharesHost)
 	// peerDepth is the most requests the peer may have unanswered (its
 	// declared queue depth): a peer past it is not read until the
 	// responses it has not taken drain.
@@ -125,7 +124,6 @@ func newConn(fd int, d *domain, o fabric.Options, peerData []byte, peerDepth int
 		done:        make(chan struct{}),
 	}
 	c.mask = uint64(len(c.ops) - 1)
-	c.sameHost = sameHost(fd)
 	c.born = nanotime()
 	c.lastRx.Store(c.born)
 	if err := p.add(c); err != nil {

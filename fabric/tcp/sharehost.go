@@ -8,8 +8,9 @@ import (
 
 // SharesHost implements fabric.HostSharer: the socket's peer is a
 // loopback address or this very host's (a connection to one of its own
-// addresses has the same address at both ends).
-func (c *conn) SharesHost() bool { return c.sameHost }
+// addresses has the same address at both ends). Looked up when asked (a
+// dialer asks once; an acceptor never), not at every connection.
+func (c *conn) SharesHost() bool { return sameHost(c.fd) }
 
 // sameHost says whether fd's peer runs on this host.
 func sameHost(fd int) bool {
