@@ -63,40 +63,10 @@ type conn struct {
 	inbox []*call // queued by callers, not yet taken by the driver
 	spare []*call
 
-	// The driver's: calls waiting for room in a ring, per partition, in
-	// order; the group's yield count it last told the engine of.
-	fifo     []callQueue
+	// The driver's: calls waiting for room in a ring, per partition
+	// (callqueue.go); the group's yield count it last told the engine of.
+	queues   []callQueue
 	yieldsAt uint32
-}
-
-// callQueue is a FIFO of calls.
-type callQueue struct {
-	q []*call
-	h int
-}
-
-func (q *callQueue) push(c *call) {
-	if len(q.q) == cap(q.q) && q.h >= len(q.q)/2 {
-		// A queue that never drains (more callers than its rings hold)
-		// would otherwise grow without end behind its head: reuse the
-		// popped half before growing (each call moves at most once per
-		// doubling, so pushes stay O(1) amortized).
-		n := copy(q.q, q.q[q.h:])
-		clear(q.q[n:])
-		q.q, q.h = q.q[:n], 0
-	}
-	q.q = append(q.q, c)
-}
-
-func (q *callQueue) len() int { return len(q.q) - q.h }
-
-func (q *callQueue) pop() *call {
-	c := q.q[q.h]
-	q.q[q.h] = nil
-	if q.h++; q.h == len(q.q) {
-		q.q, q.h = q.q[:0], 0
-	}
-	return c
 }
 
 // pollBatch is how many completions one Poll reaps at most.
@@ -143,7 +113,7 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 	l := link.Welcome.Layout
 	cn := &conn{fc: link.Conn, ringer: ringer, watcher: watcher, eng: eng, layout: l, g: g, gather: ecfg.SoftNIC, copyReads: ecfg.CopyReads,
 		comps: make([]fabric.Completion, pollBatch), slotCall: make([]*call, l.Partitions*l.Slots),
-		fifo: make([]callQueue, l.Partitions)}
+		queues: make([]callQueue, l.Partitions)}
 	if link.Control != nil {
 		eng.Queue(*link.Control) // goes out with the first requests
 	}
@@ -253,7 +223,7 @@ func (c *conn) step(driver *waiter, now int64) (woke int, rang, idle, hungry boo
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !hold {
-		c.takeInbox()
+		c.takeInbox(now)
 	}
 	if c.closed {
 		return c.failLocked(ErrClosed, driver), false, true, false
@@ -298,7 +268,7 @@ func (c *conn) holding(now int64) bool {
 }
 
 // takeInbox moves the callers' new calls into the partitions' queues.
-func (c *conn) takeInbox() {
+func (c *conn) takeInbox(now int64) {
 	if c.inboxLen.Load() == 0 {
 		return
 	}
@@ -312,21 +282,22 @@ func (c *conn) takeInbox() {
 		if cl.state.Load() == callAbandoned {
 			continue
 		}
-		c.fifo[cl.p].push(cl)
+		cl.queuedAt = now
+		c.queues[cl.p].push(cl)
 		c.queued++
 	}
 }
 
-// submitLocked moves queued calls into the rings while they have room, oldest
-// first.
+// submitLocked moves queued calls into the rings while they have room, in
+// the queues' order (callqueue.go).
 func (c *conn) submitLocked(driver *waiter, now int64) error {
 	if c.queued == 0 {
 		return nil
 	}
-	for p := range c.fifo {
-		q := &c.fifo[p]
+	for p := range c.queues {
+		q := &c.queues[p]
 		for q.len() > 0 && c.eng.Free(p) {
-			cl := q.pop()
+			cl := q.next(now)
 			c.queued--
 			if !cl.state.CompareAndSwap(callQueued, callTaking) {
 				continue // abandoned
@@ -368,8 +339,8 @@ func (c *conn) failLocked(err error, driver *waiter) (woke int) {
 			}
 		}
 	}
-	for p := range c.fifo {
-		for q := &c.fifo[p]; q.len() > 0; {
+	for p := range c.queues {
+		for q := &c.queues[p]; q.len() > 0; {
 			if cl := q.pop(); cl.finish(0, nil, err, driver) {
 				woke++
 			}
@@ -398,8 +369,8 @@ func (c *conn) handTo(w *waiter) *waiter {
 			}
 		}
 	}
-	for p := range c.fifo {
-		q := &c.fifo[p]
+	for p := range c.queues {
+		q := &c.queues[p]
 		for _, cl := range q.q[q.h:] {
 			if h := cl.w; h != w && cl.state.Load() == callQueued && h.hand(c.g.num) {
 				return h
@@ -435,8 +406,8 @@ func (c *conn) wakeEnded(driver *waiter, queues bool) {
 	if !queues {
 		return
 	}
-	for p := range c.fifo {
-		q := &c.fifo[p]
+	for p := range c.queues {
+		q := &c.queues[p]
 		for _, cl := range q.q[q.h:] {
 			if cl.w != driver && cl.state.Load() == callQueued && cl.ended() {
 				cl.w.signal()

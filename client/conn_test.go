@@ -50,29 +50,6 @@ func TestConnServerGone(t *testing.T) {
 	}
 }
 
-// A queue that never drains (more callers than the rings hold) keeps its
-// memory bounded by what it holds, not by what passed through it.
-func TestCallQueueBounded(t *testing.T) {
-	var q callQueue
-	calls := make([]call, 1000)
-	for i := range calls {
-		q.push(&calls[i])
-	}
-	for i := range 1_000_000 {
-		c := q.pop()
-		if want := &calls[i%len(calls)]; c != want {
-			t.Fatalf("pop %d: got call %p, want %p (order lost)", i, c, want)
-		}
-		q.push(c)
-	}
-	if q.len() != len(calls) {
-		t.Fatalf("len %d, want %d", q.len(), len(calls))
-	}
-	if cap(q.q) > 4*len(calls) {
-		t.Fatalf("cap %d after 1e6 calls through a queue of %d: it grows behind its head", cap(q.q), len(calls))
-	}
-}
-
 // A connection whose NIC is a thread (tcp) is cold until its first answer
 // (its driver yields the core more often meanwhile: group.go), then warm
 // for good; a shm connection is never cold.

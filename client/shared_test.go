@@ -197,3 +197,50 @@ func BenchmarkSharedGet(b *testing.B) {
 		})
 	}
 }
+
+// TestSharedClientCrowd: more goroutines on one Client than its queues
+// serve oldest first (callqueue.go: the newest single calls go first
+// past 512 queued), with batches among them. Every caller gets its own
+// answers, each batch keeps its order (a PUT then a GET of one key in
+// one batch reads the PUT), and no caller is left behind: all finish.
+func TestSharedClientCrowd(t *testing.T) {
+	c := dial(t, startServer(t, "shm"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const callers, rounds = 1100, 30
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := []byte(fmt.Sprintf("crowd-%d", g))
+			var b client.Batch
+			for i := range rounds {
+				val := []byte(fmt.Sprintf("%d/%d", g, i))
+				if g%10 == 0 { // a batch: PUT then GET, in order
+					b.Reset()
+					b.Put(key, val, 0)
+					get := b.Get(key)
+					if err := c.Run(ctx, &b); err != nil {
+						t.Errorf("caller %d: batch: %v", g, err)
+						return
+					}
+					if got, err := b.Result(get); err != nil || !bytes.Equal(got, val) {
+						t.Errorf("caller %d: batch GET after its PUT: %q, %v; want %q", g, got, err, val)
+						return
+					}
+					continue
+				}
+				if err := c.Put(ctx, key, val, 0); err != nil {
+					t.Errorf("caller %d: %v", g, err)
+					return
+				}
+				if got, err := c.Get(ctx, key); err != nil || !bytes.Equal(got, val) {
+					t.Errorf("caller %d: GET %q, %v; want %q", g, got, err, val)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

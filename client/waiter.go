@@ -23,6 +23,8 @@ type call struct {
 	key   []byte
 	value []byte
 	ttl   uint32
+	// When the driver queued it for a ring (callqueue.go).
+	queuedAt int64
 
 	// The outcome, written by the driver before done.
 	st  rfp.Status
