@@ -69,7 +69,7 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "scale-loads", Value: "8x1,1x8", Usage: "scale: connections per load process x window, e.g. 8x1,1x8"},
 		&cli.StringFlag{Name: "client-mode", Value: "auto", Usage: "callers, scale: the load's client mode (auto, rfp, reply, hybrid)"},
 		&cli.StringFlag{Name: "compare-systems", Usage: "compare, comparetcp: only these systems (comma-separated names, e.g. jakiro-defaults,memcached,noop)"},
-		&cli.StringFlag{Name: "ycsb-threads", Usage: "compare, comparetcp: go-ycsb thread counts (default: the experiment's)"},
+		&cli.StringFlag{Name: "ycsb-threads", Usage: "compare, comparetcp, ycsbthreads: go-ycsb thread counts, e.g. 64,1024 (default: the experiment's)"},
 		&cli.IntFlag{Name: "ext-threads", Value: 1, Usage: "compare, comparetcp: memcached worker threads (-t)"},
 		&cli.StringFlag{Name: "fabric", Usage: "onebyone, join: fabrics, comma-separated: shm, tcp (default: onebyone shm,tcp; join shm)"},
 		&cli.IntFlag{Name: "join-procs", Value: 256, Usage: "join: processes in the burst, each joining once"},

@@ -16,10 +16,11 @@ import (
 // database), which bounds how well any database can hold. The thread
 // counts and the two databases interleave within each repetition.
 func runYCSBThreads(e *env) error {
-	threads := []int{8, 64, 256, 1024}
+	def := []int{8, 64, 256, 1024}
 	if e.Quick {
-		threads = []int{8, 64}
+		def = []int{8, 64}
 	}
+	threads := e.pickThreads(def)
 	runDur := 2 * e.Duration
 	base, source := paperProps("paper-uniform")
 	records := min(e.Keys, int(base.GetInt64("recordcount", 100000)))
