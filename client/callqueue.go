@@ -26,6 +26,10 @@ package client
 type callQueue struct {
 	q []*call
 	h int
+	// headAt is the oldest call's queuedAt, kept here: next looks at it
+	// at every call it takes, and the oldest call of a crowd's queue is
+	// the one caller whose memory is surely out of the caches.
+	headAt int64
 }
 
 const (
@@ -50,6 +54,9 @@ func (q *callQueue) push(c *call) {
 		clear(q.q[n:])
 		q.q, q.h = q.q[:n], 0
 	}
+	if q.len() == 0 {
+		q.headAt = c.queuedAt
+	}
 	q.q = append(q.q, c)
 }
 
@@ -58,7 +65,7 @@ func (q *callQueue) len() int { return len(q.q) - q.h }
 // next takes the call to put in a ring next (now: the driver's clock).
 func (q *callQueue) next(now int64) *call {
 	if n := len(q.q); n-q.h > lifoQueued {
-		if t := q.q[n-1]; t == &t.w.one && now-q.q[q.h].queuedAt < lifoAgeNS {
+		if t := q.q[n-1]; t == &t.w.one && now-q.headAt < lifoAgeNS {
 			q.q[n-1] = nil
 			q.q = q.q[:n-1]
 			return t
@@ -73,6 +80,8 @@ func (q *callQueue) pop() *call {
 	q.q[q.h] = nil
 	if q.h++; q.h == len(q.q) {
 		q.q, q.h = q.q[:0], 0
+	} else {
+		q.headAt = q.q[q.h].queuedAt
 	}
 	return c
 }

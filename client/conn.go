@@ -67,6 +67,10 @@ type conn struct {
 	// (callqueue.go); the group's yield count it last told the engine of.
 	queues   []callQueue
 	yieldsAt uint32
+	// endsQueued: queued calls whose context can end (call.done), which
+	// wakeEnded looks at; a thousand queued calls that cannot end are
+	// skipped without touching them.
+	endsQueued int
 }
 
 // pollBatch is how many completions one Poll reaps at most.
@@ -284,6 +288,9 @@ func (c *conn) takeInbox(now int64) {
 		}
 		cl.queuedAt = now
 		c.queues[cl.p].push(cl)
+		if cl.done != nil {
+			c.endsQueued++
+		}
 		c.queued++
 	}
 }
@@ -299,6 +306,9 @@ func (c *conn) submitLocked(driver *waiter, now int64) error {
 		for q.len() > 0 && c.eng.Free(p) {
 			cl := q.next(now)
 			c.queued--
+			if cl.done != nil {
+				c.endsQueued--
+			}
 			if !cl.state.CompareAndSwap(callQueued, callTaking) {
 				continue // abandoned
 			}
@@ -346,7 +356,7 @@ func (c *conn) failLocked(err error, driver *waiter) (woke int) {
 			}
 		}
 	}
-	c.queued = 0
+	c.queued, c.endsQueued = 0, 0
 	return woke
 }
 
@@ -406,7 +416,7 @@ func (c *conn) wakeEnded(driver *waiter, queues bool) {
 	if !queues {
 		return
 	}
-	for p := range c.queues {
+	for p := 0; c.endsQueued > 0 && p < len(c.queues); p++ {
 		q := &c.queues[p]
 		for _, cl := range q.q[q.h:] {
 			if cl.w != driver && cl.state.Load() == callQueued && cl.ended() {
@@ -514,7 +524,7 @@ func (c *conn) deliverLocked(driver *waiter) (woke int) {
 func (c *conn) do(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl uint32, dst []byte) ([]byte, error) {
 	w := getWaiter()
 	w.begin(1)
-	w.ctx = ctx
+	w.setCtx(ctx)
 	cl := &w.one
 	cl.reset(w, p, op, key, value, ttl, dst)
 	var err error
@@ -599,7 +609,7 @@ func (c *conn) run(ctx context.Context, b *Batch) error {
 	}
 	w := getWaiter()
 	w.begin(n)
-	w.ctx = ctx
+	w.setCtx(ctx)
 	b.calls = b.calls[:0]
 	for i := range b.ops {
 		if o := &b.ops[i]; o.err == nil {

@@ -214,3 +214,60 @@ func TestParkedCallersSeeTheirDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestQueuedCallersSeeTheirDeadline: as TestParkedCallersSeeTheirDeadline,
+// but with more callers than the rings hold, so calls wait in the
+// connection's queue: forty under contexts that never end
+// (context.Background, as go-ycsb's), which the driver skips, then ten
+// with short deadlines, which it must still find there and wake. Once
+// the server runs again, the forty get their answers.
+func TestQueuedCallersSeeTheirDeadline(t *testing.T) {
+	for _, fab := range []string{"tcp", "shm"} {
+		t.Run(fab, func(t *testing.T) {
+			p := servertest.Start(t, listenOn(t, fab, "queued"))
+			c := dial(t, p.Addr)
+			if err := c.Put(context.Background(), []byte("k"), []byte("v"), 0); err != nil {
+				t.Fatal(err)
+			}
+			p.Stop(t)
+			const driverDeadline = 2 * time.Second
+			// Resumed once every caller with a deadline returned, or
+			// at the latest 1 s past the driver's deadline: a queued
+			// caller never woken fails the test rather than hang it.
+			resume := sync.OnceFunc(func() { p.Signal(syscall.SIGCONT) })
+			defer resume()
+			time.AfterFunc(driverDeadline+time.Second, resume)
+			var ended, waiting sync.WaitGroup
+			ended.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), driverDeadline)
+				defer cancel()
+				if _, err := c.Get(ctx, []byte("k")); !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("driver: %v", err)
+				}
+			})
+			time.Sleep(20 * time.Millisecond) // the driver holds the role
+			for g := range 40 {
+				waiting.Go(func() {
+					if v, err := c.Get(context.Background(), []byte("k")); err != nil || string(v) != "v" {
+						t.Errorf("caller %d without a deadline: %q, %v", g, v, err)
+					}
+				})
+			}
+			time.Sleep(20 * time.Millisecond) // their calls fill the rings and queue
+			for g := range 10 {
+				ended.Go(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(5+5*g)*time.Millisecond)
+					defer cancel()
+					start := time.Now()
+					_, err := c.Get(ctx, []byte("k"))
+					if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > driverDeadline/2 {
+						t.Errorf("queued caller %d: %v after %v", g, err, took)
+					}
+				})
+			}
+			ended.Wait()
+			resume()
+			waiting.Wait()
+		})
+	}
+}

@@ -202,7 +202,9 @@ func BenchmarkSharedGet(b *testing.B) {
 // serve oldest first (callqueue.go: the newest single calls go first
 // past 512 queued), with batches among them. Every caller gets its own
 // answers, each batch keeps its order (a PUT then a GET of one key in
-// one batch reads the PUT), and no caller is left behind: all finish.
+// one batch reads the PUT), a caller whose context ends while its call
+// waits among the crowd's is woken (and gives up), and no caller is left
+// behind: all finish.
 func TestSharedClientCrowd(t *testing.T) {
 	c := dial(t, startServer(t, "shm"))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -234,6 +236,23 @@ func TestSharedClientCrowd(t *testing.T) {
 				if err := c.Put(ctx, key, val, 0); err != nil {
 					t.Errorf("caller %d: %v", g, err)
 					return
+				}
+				if g%10 == 5 { // a deadline that may end in the queue: its caller is woken
+					dctx, cancel := context.WithTimeout(ctx, 200*time.Microsecond)
+					start := time.Now()
+					got, err := c.Get(dctx, key)
+					cancel()
+					switch {
+					case errors.Is(err, context.DeadlineExceeded):
+						if d := time.Since(start); d > time.Second {
+							t.Errorf("caller %d: a GET whose context ended returned after %v", g, d)
+							return
+						}
+					case err != nil || !bytes.Equal(got, val):
+						t.Errorf("caller %d: GET %q, %v; want %q", g, got, err, val)
+						return
+					}
+					continue
 				}
 				if got, err := c.Get(ctx, key); err != nil || !bytes.Equal(got, val) {
 					t.Errorf("caller %d: GET %q, %v; want %q", g, got, err, val)
