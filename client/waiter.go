@@ -115,11 +115,9 @@ type waiter struct {
 	role    atomic.Uint32 // roleWaiting, roleGone, or roleHanded + the handing group's num
 	one     call          // the call of a single operation
 	seen    []*conn       // handOff's scratch
-	// ctx is the waiting caller's context and done its Done channel,
-	// set before its calls are queued (setCtx), both nil if it can never
-	// end: the driver wakes a parked caller whose context ended
-	// (pollGroup.wakeEnded).
-	ctx  context.Context
+	// done is the waiting caller's context's Done channel, set before
+	// its calls are queued (setCtx), nil if it can never end: the driver
+	// wakes a parked caller whose context ended (pollGroup.wakeEnded).
 	done <-chan struct{}
 }
 
@@ -175,16 +173,10 @@ func (w *waiter) leave() bool {
 	}
 }
 
-// setCtx sets w's context before its calls are reset: nil if it can
-// never end (Done is nil: context.Background and values on it), so
-// nobody looks at it.
-func (w *waiter) setCtx(ctx context.Context) {
-	w.done = ctx.Done()
-	if w.done == nil {
-		ctx = nil
-	}
-	w.ctx = ctx
-}
+// setCtx takes the Done channel of w's context before its calls are
+// reset: nil if it can never end (context.Background and values on it),
+// so nobody looks at it.
+func (w *waiter) setCtx(ctx context.Context) { w.done = ctx.Done() }
 
 // closed says whether a context's Done channel is closed: a receive
 // that does not block, which reads the channel and takes no lock.
@@ -205,7 +197,7 @@ func getWaiter() *waiter { return waiters.Get().(*waiter) }
 // putWaiter returns w for reuse; not after an abandoned call, which the
 // driver may still hold.
 func putWaiter(w *waiter) {
-	w.ctx, w.done = nil, nil
+	w.done = nil
 	waiters.Put(w)
 }
 
