@@ -38,20 +38,26 @@ func BenchmarkDial(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			var ph joinPhases
 			p[fab] = timeJoins(b, func() error {
+				t0 := time.Now()
 				c, err := client.Dial(ctx, srv.Addr)
 				if err != nil {
 					return err
 				}
+				t1 := time.Now()
 				v, err := c.Get(ctx, key)
+				t2 := time.Now()
 				if cerr := c.Close(); err == nil {
 					err = cerr
 				}
+				ph.record(t0, t1, t2, time.Now())
 				if err == nil && len(v) != len(val) {
 					err = fmt.Errorf("GET returned %d bytes, want %d", len(v), len(val))
 				}
 				return err
 			})
+			ph.report(b)
 		})
 	}
 	b.Run("unix-floor", func(b *testing.B) {
@@ -122,4 +128,31 @@ func timeJoins(b *testing.B, join func() error) [2]float64 {
 	b.ReportMetric(q[0], "p50-µs")
 	b.ReportMetric(q[1], "p99-µs")
 	return q
+}
+
+// joinPhases splits a join into its steps: Dial (the handshake and the
+// client's set-up), the first GET (the server's partition finding a new
+// client; compare BenchmarkLatency's warm GET) and Close, so a change
+// that moves one of them shows which.
+type joinPhases struct{ dial, get, close *hdrhistogram.Histogram }
+
+func (ph *joinPhases) record(t0, t1, t2, t3 time.Time) {
+	if ph.dial == nil {
+		ph.dial = hdrhistogram.New(1, int64(10*time.Second), 3)
+		ph.get = hdrhistogram.New(1, int64(10*time.Second), 3)
+		ph.close = hdrhistogram.New(1, int64(10*time.Second), 3)
+	}
+	ph.dial.RecordValue(int64(t1.Sub(t0)))
+	ph.get.RecordValue(int64(t2.Sub(t1)))
+	ph.close.RecordValue(int64(t3.Sub(t2)))
+}
+
+// report adds the steps' medians to the benchmark's metrics.
+func (ph *joinPhases) report(b *testing.B) {
+	if ph.dial == nil {
+		return
+	}
+	b.ReportMetric(float64(ph.dial.ValueAtQuantile(50))/1e3, "dial-p50-µs")
+	b.ReportMetric(float64(ph.get.ValueAtQuantile(50))/1e3, "get1-p50-µs")
+	b.ReportMetric(float64(ph.close.ValueAtQuantile(50))/1e3, "close-p50-µs")
 }
