@@ -54,7 +54,7 @@ func benchEcho(b *testing.B, fab string) float64 {
 	send := func(s int) {
 		seq[s]++
 		off := s * slotSize
-		binary.LittleEndian.PutUint32(mem[off:], seq[s])
+		fabricbench.PutEchoSeq(mem[off:], seq[s])
 		ops = append(ops, fabric.Op{Kind: fabric.OpWrite, ID: uint64(s), Local: local, LocalOff: off, Len: fabricbench.EchoReq, Remote: remote, RemoteOff: uint64(off)})
 	}
 	fetch := func(s int) {

@@ -21,7 +21,14 @@ import (
 //
 // A slot's first 4 bytes are its sequence number (little-endian, from 1):
 // the target answers a request slot whose number is the one it expects
-// next there, and the response carries the same number.
+// next there, and the response carries the same number. A request also
+// ends with its number (PutEchoSeq), and the target answers only once
+// both ends carry it: a WRITE may land in pieces (package fabric's
+// ordering contract; on shm a 32 B memmove is two 16 B stores), and a
+// target that saw the first piece would echo the rest of the last
+// request. The response needs no second number: the target writes it
+// after the rest, and a READ copies from the front (shm: a memmove whose
+// loads x86 keeps in order), so one that finds it finds the rest.
 const (
 	EchoSlots    = 8                            // request slots, and as many response slots
 	EchoReq      = 32                           // request bytes, sequence number included
@@ -89,7 +96,7 @@ func echoServe(c fabric.Conn, mem []byte) {
 		}
 		for s := 0; s < EchoSlots; s++ {
 			req := mem[s*EchoSlotSize:]
-			if atomic.LoadUint32(word(req)) != next[s] {
+			if atomic.LoadUint32(word(req)) != next[s] || !landed(req, next[s]) {
 				continue
 			}
 			resp := mem[EchoRespOff+s*EchoSlotSize:]
@@ -99,6 +106,22 @@ func echoServe(c fabric.Conn, mem []byte) {
 		}
 	}
 }
+
+// landed waits a little for the end of a request whose start has landed:
+// its last piece is on its way (or it is not coming, and the slot is
+// looked at again in the next pass).
+func landed(req []byte, seq uint32) bool {
+	tail := word(req[EchoReq-echoSeqBytes:])
+	for range landWait {
+		if atomic.LoadUint32(tail) == seq {
+			return true
+		}
+	}
+	return false
+}
+
+// landWait bounds landed's look, in loads.
+const landWait = 64
 
 // Echo is an initiator of the echo target: a connection, its local region
 // (laid out as the target's) and the target's Desc.
@@ -146,7 +169,7 @@ func DialEcho(ctx context.Context, addr string) (*Echo, error) {
 func (e *Echo) RoundTrip() error {
 	e.seq++
 	mem := e.Local.Bytes()
-	binary.LittleEndian.PutUint32(mem, e.seq)
+	PutEchoSeq(mem, e.seq)
 	e.ops = append(e.ops[:0],
 		fabric.Op{Kind: fabric.OpWrite, ID: 0, Local: e.Local, Len: EchoReq, Remote: e.Remote},
 		e.fetch())
@@ -183,6 +206,13 @@ func (e *Echo) RoundTrip() error {
 			}
 		}
 	}
+}
+
+// PutEchoSeq numbers the request in req (a request slot, EchoReq bytes):
+// seq at both ends, the payload between them.
+func PutEchoSeq(req []byte, seq uint32) {
+	binary.LittleEndian.PutUint32(req, seq)
+	binary.LittleEndian.PutUint32(req[EchoReq-echoSeqBytes:], seq)
 }
 
 func (e *Echo) fetch() fabric.Op {
