@@ -114,7 +114,7 @@ func BenchmarkDial(b *testing.B) {
 // timeJoins runs join b.N times and reports its p50 and p99 in µs, which
 // it returns.
 func timeJoins(b *testing.B, join func() error) [2]float64 {
-	h := hdrhistogram.New(1, int64(10*time.Second), 3)
+	h := newJoinHist()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
@@ -130,6 +130,9 @@ func timeJoins(b *testing.B, join func() error) [2]float64 {
 	return q
 }
 
+// newJoinHist holds join times of up to 10 s, in nanoseconds.
+func newJoinHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, int64(10*time.Second), 3) }
+
 // joinPhases splits a join into its steps: Dial (the handshake and the
 // client's set-up), the first GET (the server's partition finding a new
 // client; compare BenchmarkLatency's warm GET) and Close, so a change
@@ -138,9 +141,7 @@ type joinPhases struct{ dial, get, close *hdrhistogram.Histogram }
 
 func (ph *joinPhases) record(t0, t1, t2, t3 time.Time) {
 	if ph.dial == nil {
-		ph.dial = hdrhistogram.New(1, int64(10*time.Second), 3)
-		ph.get = hdrhistogram.New(1, int64(10*time.Second), 3)
-		ph.close = hdrhistogram.New(1, int64(10*time.Second), 3)
+		ph.dial, ph.get, ph.close = newJoinHist(), newJoinHist(), newJoinHist()
 	}
 	ph.dial.RecordValue(int64(t1.Sub(t0)))
 	ph.get.RecordValue(int64(t2.Sub(t1)))
