@@ -220,8 +220,17 @@ func acceptChild(ctx context.Context, ln fabric.Listener, ch *child, fill func([
 	case x := <-rc:
 		return x.c, x.r, x.d, x.err
 	case <-ch.done:
-		cancel()
-		if x := <-rc; x.err == nil {
+		// A child that connected may be done and gone before the accept
+		// returns here (its side ends at the accept's arrival): give the
+		// accept a moment before taking the exit for a failure to connect.
+		var x res
+		select {
+		case x = <-rc:
+		case <-time.After(time.Second):
+			cancel()
+			x = <-rc
+		}
+		if x.err == nil {
 			return x.c, x.r, x.d, nil // connected, then exited: let the caller see
 		}
 		return nil, nil, fabric.Desc{}, fmt.Errorf("child exited before connecting: %v\n%s", ch.err, ch.output())

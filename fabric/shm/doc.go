@@ -31,12 +31,16 @@
 // connect, finds the hello there and answers it on its accept loop
 // (calling Options.OnHello first, so the application wakes what the
 // client will use meanwhile); the dialer polls for the accept for up to
-// acceptSpin (200 µs) before it waits in ppoll, as being woken costs
-// more. The dialer's socket stays out of the Go runtime's poller (a
-// blocking descriptor it polls itself, within its context): the poller
-// would wake an idle thread at the connect and at the accept with
-// nothing to do, and on 2 cores that thread takes the core the
-// listener's handshake needs (join p50 about halved).
+// acceptSpin (200 µs), as being woken costs more. The dialer's socket
+// stays out of the Go runtime's poller (a blocking descriptor it polls
+// itself, within its context): the poller would wake an idle thread at
+// the connect and at the accept with nothing to do, and on 2 cores that
+// thread takes the core the listener's handshake needs (join p50 about
+// halved). An accept slower than acceptSpin (a busy listener) is waited
+// for in the poller all the same, through a duplicate of the socket
+// registered for that wait alone: a thread blocked in a system call
+// keeps the runtime's sysmon waking, and a burst of dialers waiting so
+// starves the listener (wire.go, waitReadable).
 //
 // # One-sided operations
 //

@@ -140,7 +140,7 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 	return newConn(s.d, peer, m.data, s.dial, s.opts, bells, true), nil
 }
 
-// acceptSpin is how long a dialer polls for its accept before it waits in ppoll:
+// acceptSpin is how long a dialer polls for its accept before it waits parked:
 // a listener with a ready domain answers in tens of microseconds, less
 // than it takes to wake a parked thread on a small virtual machine.
 const acceptSpin = 200 * time.Microsecond

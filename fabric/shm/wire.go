@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -100,22 +101,15 @@ func recvMsg(c *net.UnixConn) (message, error) {
 }
 
 // recvMsgFD reads one handshake message on a dialer's socket (dialSock):
-// it polls for up to spin, then waits in ppoll, a slice at a time, until
-// ctx ends.
+// it polls for up to spin, then waits in the runtime's poller until ctx
+// ends.
 func recvMsgFD(ctx context.Context, s int, spin time.Duration) (message, error) {
 	b, oob := recvBufs()
 	end := time.Now().Add(spin)
 	for {
-		n, oobn, flags, _, err := unix.Recvmsg(s, b, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
-		switch {
-		case err == nil && n == 0 && oobn == 0:
-			return message{fd: -1}, io.EOF
-		case err == nil:
-			return decodeMsg(b[:n], oob[:oobn], flags)
-		case err == unix.EINTR:
-			continue
-		case err != unix.EAGAIN:
-			return message{fd: -1}, err
+		m, err, again := tryRecvMsg(s, b, oob)
+		if !again {
+			return m, err
 		}
 		if err := ctx.Err(); err != nil {
 			return message{fd: -1}, err
@@ -124,20 +118,91 @@ func recvMsgFD(ctx context.Context, s int, spin time.Duration) (message, error) 
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			continue
 		}
-		wait := recvSlice
-		if dl, ok := ctx.Deadline(); ok {
-			wait = min(wait, max(time.Until(dl), time.Microsecond))
-		}
-		ts := unix.NsecToTimespec(int64(wait))
-		pfd := []unix.PollFd{{Fd: int32(s), Events: unix.POLLIN}}
-		if _, err := unix.Ppoll(pfd, &ts, nil); err != nil && err != unix.EINTR {
+		if err := waitReadable(ctx, s); err != nil {
 			return message{fd: -1}, err
 		}
 	}
 }
 
-// recvSlice bounds one ppoll of recvMsgFD: a context cancelled without a
-// deadline is seen within it.
+// tryRecvMsg reads one message if there is one (again: there is not).
+func tryRecvMsg(s int, b, oob []byte) (m message, err error, again bool) {
+	for {
+		n, oobn, flags, _, err := unix.Recvmsg(s, b, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+		switch {
+		case err == nil && n == 0 && oobn == 0:
+			return message{fd: -1}, io.EOF, false
+		case err == nil:
+			m, err := decodeMsg(b[:n], oob[:oobn], flags)
+			return m, err, false
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return message{fd: -1}, nil, true
+		}
+		return message{fd: -1}, err, false
+	}
+}
+
+// waitReadable waits until s is readable (or has ended) or ctx ends, with
+// the goroutine parked in the runtime's poller, through a non-blocking
+// duplicate of s registered only for this wait: s itself stays a blocking
+// descriptor outside the poller, and the message is read after the
+// duplicate is closed, so it needs no room beyond what it did. A thread
+// blocked in a system call instead (ppoll) keeps the runtime's sysmon
+// waking to take its P back: harmless for one process, but a burst of
+// dialers waiting so on a busy listener took the cores it needed to
+// answer them (256 processes on 2 vCPUs: the listener's threads runnable
+// and not run for seconds, each dialer 4-7 ms of CPU instead of 1.4).
+// Without a descriptor to spare it waits one slice in ppoll.
+func waitReadable(ctx context.Context, s int) error {
+	d, err := unix.FcntlInt(uintptr(s), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return ppollSlice(ctx, s)
+	}
+	// The flag belongs to the file description s shares: s is blocking
+	// again once the duplicate has left the poller (Close).
+	if err := unix.SetNonblock(d, true); err != nil {
+		unix.Close(d)
+		return ppollSlice(ctx, s)
+	}
+	f := os.NewFile(uintptr(d), "shm-dial")
+	defer unix.SetNonblock(s, false)
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	// The context ends the wait (its Err is set by then): a deadline of
+	// the file's own could end it first, with a timeout for ctx's error.
+	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	pfd := []unix.PollFd{{Fd: int32(s), Events: unix.POLLIN}}
+	err = rc.Read(func(uintptr) bool {
+		n, err := unix.Poll(pfd, 0)
+		return n > 0 || err != nil && err != unix.EINTR
+	})
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// ppollSlice waits in ppoll until s is readable, for at most recvSlice
+// (a context canceled without a deadline is seen within it).
+func ppollSlice(ctx context.Context, s int) error {
+	wait := recvSlice
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, max(time.Until(dl), time.Microsecond))
+	}
+	ts := unix.NsecToTimespec(int64(wait))
+	pfd := []unix.PollFd{{Fd: int32(s), Events: unix.POLLIN}}
+	if _, err := unix.Ppoll(pfd, &ts, nil); err != nil && err != unix.EINTR {
+		return err
+	}
+	return nil
+}
+
+// recvSlice bounds one ppoll of ppollSlice.
 const recvSlice = 10 * time.Millisecond
 
 // recvBufs are a message's buffers: room to see (and close) extra fds.
