@@ -107,7 +107,7 @@ func recvMsgFD(ctx context.Context, s int, spin time.Duration) (message, error) 
 	b, oob := recvBufs()
 	end := time.Now().Add(spin)
 	for {
-		m, err, again := tryRecvMsg(s, b, oob)
+		m, again, err := tryRecvMsg(s, b, oob)
 		if !again {
 			return m, err
 		}
@@ -125,21 +125,21 @@ func recvMsgFD(ctx context.Context, s int, spin time.Duration) (message, error) 
 }
 
 // tryRecvMsg reads one message if there is one (again: there is not).
-func tryRecvMsg(s int, b, oob []byte) (m message, err error, again bool) {
+func tryRecvMsg(s int, b, oob []byte) (m message, again bool, err error) {
 	for {
 		n, oobn, flags, _, err := unix.Recvmsg(s, b, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
 		switch {
 		case err == nil && n == 0 && oobn == 0:
-			return message{fd: -1}, io.EOF, false
+			return message{fd: -1}, false, io.EOF
 		case err == nil:
 			m, err := decodeMsg(b[:n], oob[:oobn], flags)
-			return m, err, false
+			return m, false, err
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			return message{fd: -1}, nil, true
+			return message{fd: -1}, true, nil
 		}
-		return message{fd: -1}, err, false
+		return message{fd: -1}, false, err
 	}
 }
 
