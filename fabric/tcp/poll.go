@@ -2,9 +2,12 @@ package tcp
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,11 +20,30 @@ import (
 // out of goroutines, so a ready socket would wait for sysmon (up to
 // 10 ms). A thread returning from epoll_wait instead gets back in through
 // the global run queue at the next Gosched of any spinner.
+//
+// Yet a poller does not block in epoll_wait itself: a thread in a system
+// call holds its P, and the runtime's sysmon, finding no P idle, takes it
+// back (handoffp) and then wakes every 20 µs for a millisecond more. A
+// loop of tcp joins kept sysmon at 20 µs for good: 11-13% of the client's
+// CPU and of the server's (2 cores). So a poller that finds nothing
+// parks in the runtime's poller on its epoll instance (readable while it
+// holds events) and is woken by whichever thread runs netpoll: the idle
+// P's (a server keeps one, Config.SpareProcs), by a P out of work, or at
+// the latest by the rearm tick's deadline while drivers spin (drive.go).
+// At GOMAXPROCS 1 the poller blocks in epoll_wait as before.
 
 // poller is one epoll instance and the goroutine that waits on it.
 type poller struct {
 	epfd  int
-	rxbuf []byte // the rx buffer of this poller's goroutine
+	ep    *os.File        // epfd's file (it owns epfd)
+	rc    syscall.RawConn // ep's, in the runtime's poller; nil: block in epoll_wait
+	timed bool            // ep has a read deadline set
+	// wait's try (look): its events and what epoll_wait said
+	events []unix.EpollEvent
+	n      int
+	err    error
+	lookFn func(uintptr) bool
+	rxbuf  []byte // the rx buffer of this poller's goroutine
 
 	mu    sync.RWMutex
 	conns map[uint64]*conn
@@ -52,6 +74,8 @@ func pollerFor() (*poller, error) {
 				return
 			}
 			p := &poller{epfd: fd, rxbuf: make([]byte, rxBufSize), conns: map[uint64]*conn{}}
+			p.ep, p.rc = parkable(fd)
+			p.lookFn = p.look
 			pollers = append(pollers, p)
 			go p.loop()
 		}
@@ -143,7 +167,7 @@ func (p *poller) loop() {
 		if len(again) > 0 {
 			timeout = 0
 		}
-		n, err := unix.EpollWait(p.epfd, events, timeout)
+		n, err := p.wait(events, timeout)
 		if quiet {
 			p.rearmUndriven()
 		}
@@ -179,4 +203,58 @@ func (p *poller) loop() {
 		}
 		again, next = next, again[:0]
 	}
+}
+
+// parkable registers the epoll instance fd in the runtime's poller, so the
+// loop can wait for its events parked (wait); a nil RawConn where it
+// cannot be. The file, once made, owns fd: the poller keeps it, or its
+// finalizer would close the instance.
+func parkable(fd int) (*os.File, syscall.RawConn) {
+	if unix.SetNonblock(fd, true) != nil {
+		return nil, nil
+	}
+	f := os.NewFile(uintptr(fd), "fabric/tcp epoll")
+	rc, err := f.SyscallConn()
+	if err != nil || f.SetReadDeadline(time.Time{}) != nil { // no deadline: not in the poller
+		return f, nil
+	}
+	return f, rc
+}
+
+// wait is epoll_wait(2) on p's instance with a timeout in milliseconds
+// (-1: none), parked in the runtime's poller rather than blocked in the
+// system call. A timeout reports no events.
+func (p *poller) wait(events []unix.EpollEvent, timeoutMS int) (int, error) {
+	if p.rc == nil || runtime.GOMAXPROCS(0) == 1 {
+		// With one P, a spinner that holds it keeps netpoll from running
+		// but for sysmon's, 10 ms apart (a loop of joins at GOMAXPROCS 1
+		// had steps of 10 ms): the thread returning from epoll_wait gets
+		// in at the spinner's next Gosched instead.
+		return unix.EpollWait(p.epfd, events, timeoutMS)
+	}
+	n, err := unix.EpollWait(p.epfd, events, 0)
+	if n > 0 || timeoutMS == 0 || err != nil && err != unix.EINTR {
+		return n, err
+	}
+	if timeoutMS > 0 {
+		p.timed = true
+		_ = p.ep.SetReadDeadline(time.Now().Add(time.Duration(timeoutMS) * time.Millisecond))
+	} else if p.timed {
+		p.timed = false
+		_ = p.ep.SetReadDeadline(time.Time{})
+	}
+	p.events = events
+	rerr := p.rc.Read(p.lookFn)
+	p.events = nil
+	if rerr != nil {
+		return 0, nil // the deadline: a tick with nothing to do
+	}
+	return p.n, p.err
+}
+
+// look is wait's try, made once (a closure per wait would be allocated):
+// done when there are events or an error other than EINTR.
+func (p *poller) look(fd uintptr) bool {
+	p.n, p.err = unix.EpollWait(int(fd), p.events, 0)
+	return p.n > 0 || p.err != nil && p.err != unix.EINTR
 }
