@@ -38,8 +38,10 @@
 //     protocol error, nothing panics.
 //   - Threads: after the handshake the socket is non-blocking and leaves
 //     Go's netpoller for the provider's own (poll.go): a fixed set of
-//     goroutines blocked in epoll_wait, one per two Ps, serve the events
-//     of every connection, so threads do not grow with connections. Each
+//     goroutines, one per two Ps, each waiting on its epoll instance
+//     (parked in the runtime's poller; at GOMAXPROCS 1 blocked in
+//     epoll_wait), serve the events of every connection, so threads do
+//     not grow with connections. Each
 //     event reads what the socket holds and sends what it takes; nothing
 //     waits on a socket. "Room to send" events are asked for once a send
 //     leaves bytes staged, not at registration: a new connection wakes no
