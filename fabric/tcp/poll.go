@@ -232,10 +232,10 @@ func (p *poller) wait(events []unix.EpollEvent, timeoutMS int) (int, error) {
 		// in at the spinner's next Gosched instead.
 		return unix.EpollWait(p.epfd, events, timeoutMS)
 	}
-	n, err := unix.EpollWait(p.epfd, events, 0)
-	if n > 0 || timeoutMS == 0 || err != nil && err != unix.EINTR {
-		return n, err
+	if timeoutMS == 0 {
+		return unix.EpollWait(p.epfd, events, 0)
 	}
+	// Read tries look before it parks: no epoll_wait of our own first.
 	if timeoutMS > 0 {
 		p.timed = true
 		_ = p.ep.SetReadDeadline(time.Now().Add(time.Duration(timeoutMS) * time.Millisecond))
