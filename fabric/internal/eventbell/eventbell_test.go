@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -120,6 +121,19 @@ func TestRingersNamed(t *testing.T) {
 // TestRingWakesBlocked: a ring at any moment around the waiter blocking
 // wakes it; none is lost (a lost one would leave WaitBell to its timeout).
 func TestRingWakesBlocked(t *testing.T) {
+	// A long wait parks in the runtime's poller, but at GOMAXPROCS 1,
+	// where it blocks in ppoll (park.go).
+	for _, procs := range []int{0, 1} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			if procs > 0 {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			}
+			ringWakes(t, 20*time.Second)
+		})
+	}
+}
+
+func ringWakes(t *testing.T, wait time.Duration) {
 	s, err := New(1)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +151,7 @@ func TestRingWakesBlocked(t *testing.T) {
 			r.Ring(0)
 		}()
 		start := time.Now()
-		rang, err := s.WaitBell(0, 20*time.Second)
+		rang, err := s.WaitBell(0, wait)
 		took := time.Since(start)
 		wg.Wait()
 		if !rang || err != nil {
@@ -147,6 +161,36 @@ func TestRingWakesBlocked(t *testing.T) {
 	}
 	if got := s.BellRings(0); got != 300 {
 		t.Fatalf("BellRings = %d, want 300", got)
+	}
+}
+
+// TestParkedWaitEnds: a parked wait ends at its timeout, and at Close.
+func TestParkedWaitEnds(t *testing.T) {
+	s, err := New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.park[0] == nil {
+		t.Fatal("bell 0 cannot park: its long waits would hold a P in ppoll")
+	}
+	start := time.Now()
+	if rang, err := s.WaitBell(0, 5*time.Millisecond); rang || err != nil {
+		t.Fatalf("WaitBell: %v %v, want a timeout", rang, err)
+	}
+	if took := time.Since(start); took < 5*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("a wait of 5ms took %v", took)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.WaitBell(0, time.Hour)
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	s.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a parked wait outlived Close by 10s")
 	}
 }
 

@@ -1,0 +1,99 @@
+package eventbell
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// parking is how a bell's long waits park in the runtime's poller rather
+// than hold a P in ppoll. A goroutine in a system call keeps its P until
+// the runtime's monitor takes it back, and every take sets the monitor
+// looking every 20 µs, for good while they keep coming: a partition that
+// fell asleep between the joins of a loop of clients (each well under a
+// millisecond apart) kept it so, 13% of the server's CPU on 2 cores.
+//
+// The eventfd waits in an epoll instance of its own, which the runtime's
+// poller watches, and only while a wait is parked: in the runtime's
+// poller itself, every ring during a doze (ppoll) would also wake the
+// thread that waits in that poller for nothing.
+type parking struct {
+	ep     *os.File // the bell's epoll instance (owns epfd)
+	epfd   int
+	rc     syscall.RawConn
+	try    func(uintptr) bool // made once: a closure per wait is an allocation
+	events [1]unix.EpollEvent
+}
+
+// parkFrom: waits at least this long park; shorter ones (a crowded
+// partition's doze, 50 µs) doze in ppoll, whose timeout is exact where the
+// runtime's poller sleeps whole milliseconds.
+const parkFrom = time.Millisecond
+
+// newParking makes bell fd's epoll instance, registered in the runtime's
+// poller; nil where that fails (its waits then use ppoll).
+func newParking(fd int) *parking {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	if unix.SetNonblock(epfd, true) != nil {
+		unix.Close(epfd)
+		return nil
+	}
+	f := os.NewFile(uintptr(epfd), "eventbell epoll")
+	rc, err := f.SyscallConn()
+	if err != nil || f.SetReadDeadline(time.Time{}) != nil { // no deadline: not in the poller
+		f.Close()
+		return nil
+	}
+	pk := &parking{ep: f, epfd: epfd, rc: rc}
+	pk.try = func(uintptr) bool {
+		n, err := unix.EpollWait(pk.epfd, pk.events[:], 0)
+		return n > 0 || err != nil && err != unix.EINTR
+	}
+	return pk
+}
+
+// wait is WaitBell's wait for bell i, parked (its flag is raised). With
+// GOMAXPROCS 1 WaitBell uses ppoll instead: a spinner holding the only P
+// would keep the poller from running but for the monitor's look, every
+// 10 ms.
+func (pk *parking) wait(b *Set, i int, d time.Duration) (bool, error) {
+	fd := b.fds[i]
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+	if err := unix.EpollCtl(pk.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		return b.ppoll(i, d, false)
+	}
+	defer unix.EpollCtl(pk.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	if err := pk.ep.SetReadDeadline(time.Now().Add(d)); err != nil {
+		return false, fmt.Errorf("fabric: wait doorbell: %w", err)
+	}
+	for {
+		err := pk.rc.Read(pk.try)
+		timeout := errors.Is(err, os.ErrDeadlineExceeded)
+		if err != nil && !timeout {
+			// Closed: fd may be closed too, and its number another's.
+			return false, fmt.Errorf("fabric: wait doorbell: %w", err)
+		}
+		var buf [8]byte
+		unix.Read(fd, buf[:]) // drain; the counter counts
+		if b.look(i) {
+			return true, nil
+		}
+		if timeout {
+			return false, nil
+		}
+		// A write left by a ring already counted woke us for nothing.
+	}
+}
+
+func (pk *parking) close() {
+	if pk != nil {
+		pk.ep.Close()
+	}
+}
