@@ -177,7 +177,7 @@ func (l *listener) hello(_ context.Context, nc net.Conn) (*setup, error) {
 		sendMsg(c, msgReject, nil, -1)
 		return nil, err
 	}
-	return &setup{d: d, sock: c, opts: l.opts, acceptor: true, peerData: m.data, peer: peer, bells: l.bells.Share(), set: l.bells}, nil
+	return &setup{d: d, sock: c, opts: l.opts, acceptor: true, peerData: m.data, peer: peer, bells: l.bells.Share(), set: l.bells, pool: l.ready}, nil
 }
 
 func (l *listener) Accept(ctx context.Context) (fabric.Setup, error) {

@@ -5,7 +5,7 @@ import "github.com/jakiro-kv/jakiro/fabric/internal/readypool"
 // The listener's pool of domains made before anyone dials
 // (fabric.Options.Ready, readypool): a join takes one instead of
 // creating, sizing, sealing and mapping a memfd on its critical path, and
-// a goroutine makes the next one meanwhile. Each domain is a fresh memfd
+// a goroutine makes the next one once the join's accept is sent. Each domain is a fresh memfd
 // that goes to exactly one connection and is never returned, so a client
 // that takes one and vanishes leaves nothing for the next. A full pool
 // costs no CPU, and per domain one memfd descriptor, its mapping's
@@ -27,9 +27,10 @@ func newReadyPool(n int, size int64) (*readypool.Pool[*domain], error) {
 }
 
 // takeDomain hands a prepared domain over for good, or makes one when
-// none is ready (a nil pool always makes one).
+// none is ready (a nil pool always makes one). The pool makes the next
+// when the handshake has sent its accept (setup.refill).
 func takeDomain(p *readypool.Pool[*domain], size int64) (*domain, error) {
-	if d, ok := p.Take(); ok {
+	if d, ok := p.TakeLater(); ok {
 		return d, nil
 	}
 	return newDomain(size)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jakiro-kv/jakiro/fabric"
 	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
+	"github.com/jakiro-kv/jakiro/fabric/internal/readypool"
 )
 
 // setup is a connection whose domain exists and whose handshake is not
@@ -27,10 +28,11 @@ type setup struct {
 	dial     *os.File      // dialer: its socket (dialSock), outside the runtime's poller
 	opts     fabric.Options
 	acceptor bool
-	peerData []byte         // acceptor: the dialer's private data
-	peer     []byte         // acceptor: the dialer's mapped domain
-	bells    []int          // acceptor: the listener's doorbells, sent with accept
-	set      *eventbell.Set // acceptor: names the dialer's rings
+	peerData []byte                   // acceptor: the dialer's private data
+	peer     []byte                   // acceptor: the dialer's mapped domain
+	bells    []int                    // acceptor: the listener's doorbells, sent with accept
+	pool     *readypool.Pool[*domain] // acceptor: refilled once the accept is sent or the setup closed
+	set      *eventbell.Set           // acceptor: names the dialer's rings
 
 	mu    sync.Mutex
 	state int // setupOpen, setupDone, setupClosed
@@ -61,6 +63,9 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		return nil, fabric.ErrClosed
 	}
 	if s.acceptor {
+		// The pool makes the next domain once our accept is on its
+		// way, not while we send it (readypool.TakeLater).
+		defer s.pool.Refill()
 		stop := bindContext(ctx, s.sock)
 		defer stop()
 		src := s.set.AllocSource()
@@ -175,6 +180,7 @@ func (s *setup) Close() error {
 		}
 		s.sock.SetDeadline(time.Now().Add(time.Second))
 		sendMsg(s.sock, msgReject, nil, -1) // best effort: EOF says as much
+		defer s.pool.Refill()
 	}
 	s.abort()
 	return nil

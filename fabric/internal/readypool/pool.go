@@ -97,8 +97,21 @@ func (p *Pool[T]) fill(idle bool) {
 }
 
 // Take hands a prepared resource over for good; false when none is ready
-// (the taker makes its own). A nil pool has none.
+// (the taker makes its own). A nil pool has none. The pool starts making
+// the next at once.
 func (p *Pool[T]) Take() (T, bool) {
+	r, ok := p.TakeLater()
+	if ok {
+		p.Refill()
+	}
+	return r, ok
+}
+
+// TakeLater is Take, leaving the next to Refill: the goroutine that makes
+// it, woken at the take, would take the core of the join that took (on a
+// small machine a thread woken preempts its waker) for as long as a make
+// lasts.
+func (p *Pool[T]) TakeLater() (T, bool) {
 	var zero T
 	if p == nil {
 		return zero, false
@@ -108,7 +121,6 @@ func (p *Pool[T]) Take() (T, bool) {
 		r := p.items[n-1]
 		p.items[n-1] = zero
 		p.items = p.items[:n-1]
-		p.cond.Signal()
 		p.mu.Unlock()
 		p.taken.Add(1)
 		return r, true
@@ -116,6 +128,18 @@ func (p *Pool[T]) Take() (T, bool) {
 	p.mu.Unlock()
 	p.missed.Add(1)
 	return zero, false
+}
+
+// Refill has the pool make what it lacks.
+func (p *Pool[T]) Refill() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if len(p.items) < p.max {
+		p.cond.Signal()
+	}
+	p.mu.Unlock()
 }
 
 // Stats reports the pool (a nil pool: zeros).

@@ -3,6 +3,7 @@ package readypool
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -72,6 +73,26 @@ func TestPoolMakeFailsCloseReturns(t *testing.T) {
 	}
 }
 
+// TestTakeLaterWaitsForRefill: TakeLater leaves the next make to
+// Refill, which then fills the pool again.
+func TestTakeLaterWaitsForRefill(t *testing.T) {
+	var made atomic.Int32
+	p := New(Config[int]{Size: 2, Make: func() (int, error) { return int(made.Add(1)), nil }, Free: func(int) {}})
+	defer p.Close()
+	waitReady(t, p, 2)
+	for i := 0; i < 2; i++ {
+		if _, ok := p.TakeLater(); !ok {
+			t.Fatal("a full pool handed nothing out")
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	if st := p.Stats(); st.Ready != 0 || made.Load() != 2 {
+		t.Fatalf("after two TakeLater and no Refill: %+v, %d made, want nothing made", st, made.Load())
+	}
+	p.Refill()
+	waitReady(t, p, 2)
+}
+
 func TestNilPool(t *testing.T) {
 	var p *Pool[int]
 	if _, ok := p.Take(); ok {
@@ -80,6 +101,10 @@ func TestNilPool(t *testing.T) {
 	if st := p.Stats(); st.Size != 0 {
 		t.Fatalf("nil pool stats %+v", st)
 	}
+	if _, ok := p.TakeLater(); ok {
+		t.Fatal("a nil pool handed a resource out")
+	}
+	p.Refill()
 	p.Close()
 }
 
