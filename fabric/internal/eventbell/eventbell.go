@@ -21,7 +21,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,7 +31,6 @@ import (
 type Set struct {
 	fds    []int
 	park   []*parking // per bell: its long waits, parked (park.go); nil: none
-	waits  []waitArgs // per bell: ppoll's arguments, off the stack
 	pages  pages
 	roFlag int             // read-only fd of the flag page, for peers
 	seen   []uint64        // per bell: the counter WaitBell last saw (only WaitBell(i) touches seen[i])
@@ -42,13 +40,6 @@ type Set struct {
 	srcMu   sync.Mutex
 	freeSrc []int // names returned, reused first: the bitmap stays as small as the peers
 	nextSrc int
-}
-
-// waitArgs are ppoll's arguments for one bell, kept where a raw system
-// call may point at them.
-type waitArgs struct {
-	pfd unix.PollFd
-	ts  unix.Timespec
 }
 
 // maxRingsSeen bounds the rings one look counts: peers write the
@@ -75,7 +66,6 @@ func New(n int) (*Set, error) {
 	}
 	b.pages, b.roFlag = p, ro
 	b.seen = make([]uint64, n)
-	b.waits = make([]waitArgs, n)
 	b.rings = make([]atomic.Uint64, n)
 	return b, nil
 }
@@ -186,45 +176,21 @@ func (b *Set) WaitBell(i int, d time.Duration) (bool, error) {
 	if b.look(i) { // rung as we raised the flag: its ringer may not have seen it
 		return true, nil
 	}
-	if d < parkFrom {
-		return b.doze(i, d)
-	}
-	if pk := b.park[i]; pk != nil && runtime.GOMAXPROCS(0) > 1 {
+	if pk := b.park[i]; pk != nil && d >= parkFrom && runtime.GOMAXPROCS(0) > 1 {
 		return pk.wait(b, i, d)
 	}
-	return b.ppoll(i, d, false)
-}
-
-// doze is a short wait (under parkFrom): ppoll without telling the
-// runtime. A goroutine in a system call the runtime knows of loses its P
-// to the monitor past 20 µs, and its thread then waits for a P on return:
-// for a wait this short a hand-off to another thread and back (and the
-// monitor polling every 20 µs while they keep coming) costs more than
-// the P does idle. The wait is bounded and a signal (the runtime's
-// preemption) ends it early, as a spin would be.
-func (b *Set) doze(i int, d time.Duration) (bool, error) {
-	return b.ppoll(i, d, true)
+	return b.ppoll(i, d)
 }
 
 // ppoll waits on bell i's eventfd: ppoll, not poll, for its timeout in
 // nanoseconds (a partition on a host with no free core dozes on its bell
 // for microseconds; poll's timeout is in milliseconds).
-func (b *Set) ppoll(i int, d time.Duration, raw bool) (bool, error) {
+func (b *Set) ppoll(i int, d time.Duration) (bool, error) {
 	deadline := time.Now().Add(d)
-	ts := &b.waits[i].ts
-	*ts = unix.NsecToTimespec(int64(d))
-	pfd := &b.waits[i].pfd
-	*pfd = unix.PollFd{Fd: int32(b.fds[i]), Events: unix.POLLIN}
+	ts := unix.NsecToTimespec(int64(d))
+	pfd := []unix.PollFd{{Fd: int32(b.fds[i]), Events: unix.POLLIN}}
 	for {
-		var err error
-		if raw {
-			_, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(pfd)), 1, uintptr(unsafe.Pointer(ts)), 0, 0, 0)
-			if e != 0 {
-				err = e
-			}
-		} else {
-			_, err = unix.Ppoll(unsafe.Slice(pfd, 1), ts, nil)
-		}
+		_, err := unix.Ppoll(pfd, &ts, nil)
 		if err == unix.EINTR {
 			continue // ppoll left the time remaining in ts
 		}
@@ -242,7 +208,7 @@ func (b *Set) ppoll(i int, d time.Duration, raw bool) (bool, error) {
 		if left <= 0 {
 			return false, nil
 		}
-		*ts = unix.NsecToTimespec(int64(left))
+		ts = unix.NsecToTimespec(int64(left))
 	}
 }
 
