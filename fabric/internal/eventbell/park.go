@@ -23,8 +23,7 @@ import (
 // poller itself, every ring during a doze (ppoll) would also wake the
 // thread that waits in that poller for nothing.
 type parking struct {
-	ep     *os.File // the bell's epoll instance (owns epfd)
-	epfd   int
+	ep     *os.File // the bell's epoll instance
 	rc     syscall.RawConn
 	try    func(uintptr) bool // made once: a closure per wait is an allocation
 	events [1]unix.EpollEvent
@@ -54,9 +53,9 @@ func newParking(fd int) *parking {
 		f.Close()
 		return nil
 	}
-	pk := &parking{ep: f, epfd: epfd, rc: rc}
-	pk.try = func(uintptr) bool {
-		n, err := unix.EpollWait(pk.epfd, pk.events[:], 0)
+	pk := &parking{ep: f, rc: rc}
+	pk.try = func(ep uintptr) bool {
+		n, err := unix.EpollWait(int(ep), pk.events[:], 0)
 		return n > 0 || err != nil && err != unix.EINTR
 	}
 	return pk
@@ -69,10 +68,13 @@ func newParking(fd int) *parking {
 func (pk *parking) wait(b *Set, i int, d time.Duration) (bool, error) {
 	fd := b.fds[i]
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
-	if err := unix.EpollCtl(pk.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		return b.ppoll(i, d)
+	if err := pk.ctl(unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		if b.closed.Load() {
+			return false, fmt.Errorf("fabric: wait doorbell: %w", err)
+		}
+		return b.ppoll(i, d) // a wait all the same
 	}
-	defer unix.EpollCtl(pk.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	defer pk.ctl(unix.EPOLL_CTL_DEL, fd, nil)
 	if err := pk.ep.SetReadDeadline(time.Now().Add(d)); err != nil {
 		return false, fmt.Errorf("fabric: wait doorbell: %w", err)
 	}
@@ -100,6 +102,16 @@ func (pk *parking) wait(b *Set, i int, d time.Duration) (bool, error) {
 		}
 		// A write left by a ring already counted woke us for nothing.
 	}
+}
+
+// ctl is epoll_ctl(2) on the bell's instance, while its file holds it
+// open: after Close its number may be another's.
+func (pk *parking) ctl(op, fd int, ev *unix.EpollEvent) error {
+	var err error
+	if cerr := pk.rc.Control(func(ep uintptr) { err = unix.EpollCtl(int(ep), op, fd, ev) }); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 func (pk *parking) close() {
