@@ -230,6 +230,7 @@ func TestOpenRejects(t *testing.T) {
 		"eventfd as page":  {dup(sh[2]), dup(sh[1]), dup(sh[2])},
 		"page as eventfd":  {dup(sh[0]), dup(sh[1]), dup(sh[0])},
 		"unsealed counter": {unsealed(t), dup(sh[1]), dup(sh[2])},
+		"blocking eventfd": {dup(sh[0]), dup(sh[1]), blockingEventfd(t)},
 	}
 	for name, fds := range cases {
 		if r, err := Open(fds, 5); err == nil {
@@ -242,6 +243,14 @@ func TestOpenRejects(t *testing.T) {
 			}
 		}
 	}
+}
+
+func blockingEventfd(t *testing.T) int {
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd
 }
 
 func unsealed(t *testing.T) int {

@@ -183,9 +183,15 @@ func Open(shared []int, source int) (*Remote, error) {
 	}
 	bells := shared[2:]
 	for _, fd := range bells {
-		// We will write to these: they must be eventfds, nothing else.
+		// We will write to these: they must be eventfds, nothing else,
+		// and non-blocking: a ring into a blocking eventfd at its
+		// maximum count would never return. (The sender shares the open
+		// file and could clear the flag later; this catches the rest.)
 		if !IsFD(fd) {
 			return fail("doorbell fd is not an eventfd")
+		}
+		if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK == 0 {
+			return fail("doorbell eventfd is blocking")
 		}
 	}
 	counters, err := mapPage(shared[0], counterBytes(len(bells)), unix.PROT_READ|unix.PROT_WRITE)
