@@ -41,11 +41,6 @@ func TestLendsBesideIdleClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := srv.parts[0]
-	for deadline := time.Now().Add(30 * time.Second); p.seen.Load() != asleep; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the partition of an idle client never slept")
-		}
-	}
 	nc, err := net.DialTimeout("tcp", door.Addr(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -53,15 +48,29 @@ func TestLendsBesideIdleClient(t *testing.T) {
 	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(30 * time.Second))
 	r := bufio.NewReader(nc)
-	rings := srv.ln.BellRings(0)
-	for i := range 50 {
-		fmt.Fprintf(nc, "set k 0 0 %d\r\ndoor%d\r\n", len(fmt.Sprint("door", i)), i)
-		if line, err := r.ReadString('\n'); err != nil || line != "STORED\r\n" {
-			t.Fatalf("set %d: %q %v", i, line, err)
+	// A partition asleep still wakes for its housekeeping (up to a second
+	// apart): one that woke during the sets rightly took a ring. A store
+	// that is not lent rings at every set, in every attempt.
+	var rang []uint64
+	for attempt := 0; attempt < 3; attempt++ {
+		for deadline := time.Now().Add(30 * time.Second); p.seen.Load() != asleep; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the partition of an idle client never slept")
+			}
+		}
+		rings := srv.ln.BellRings(0)
+		for i := range 50 {
+			fmt.Fprintf(nc, "set k 0 0 %d\r\ndoor%d\r\n", len(fmt.Sprint("door", i)), i)
+			if line, err := r.ReadString('\n'); err != nil || line != "STORED\r\n" {
+				t.Fatalf("set %d: %q %v", i, line, err)
+			}
+		}
+		if rang = append(rang, srv.ln.BellRings(0)-rings); rang[attempt] == 0 {
+			break
 		}
 	}
-	if n := srv.ln.BellRings(0) - rings; n != 0 {
-		t.Errorf("the door rang the sleeping partition %d times: it did not lend its store", n)
+	if rang[len(rang)-1] != 0 {
+		t.Errorf("the door rang the sleeping partition %v times in %d attempts of 50 sets: it did not lend its store", rang, len(rang))
 	}
 	if v, err := c.Get(ctx, []byte("k")); err != nil || string(v) != "door49" {
 		t.Fatalf("the RFP client reads %q, %v after the door's sets", v, err)
