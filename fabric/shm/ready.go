@@ -5,12 +5,12 @@ import "github.com/jakiro-kv/jakiro/fabric/internal/readypool"
 // The listener's pool of domains made before anyone dials
 // (fabric.Options.Ready, readypool): a join takes one instead of
 // creating, sizing, sealing and mapping a memfd on its critical path, and
-// a goroutine makes the next one once the join's accept is sent. Each domain is a fresh memfd
-// that goes to exactly one connection and is never returned, so a client
-// that takes one and vanishes leaves nothing for the next. A full pool
-// costs no CPU, and per domain one memfd descriptor, its mapping's
-// address space and the one page of its table header written (the rest
-// of the file is sparse).
+// a goroutine makes the next one once the join's accept is sent. Each
+// domain is a fresh memfd that goes to exactly one connection and is
+// never returned, so a client that takes one and vanishes leaves nothing
+// for the next. A full pool costs no CPU, and per domain one memfd
+// descriptor, its mapping's address space and the one page of its table
+// header written (the rest of the file is sparse).
 
 // newReadyPool makes the pool's first domain at once, so a DomainSize no
 // domain can have fails the listener instead of every refill.
@@ -28,7 +28,7 @@ func newReadyPool(n int, size int64) (*readypool.Pool[*domain], error) {
 
 // takeDomain hands a prepared domain over for good, or makes one when
 // none is ready (a nil pool always makes one). The pool makes the next
-// when the handshake has sent its accept (setup.refill).
+// when the handshake has sent its accept, or is closed (setup).
 func takeDomain(p *readypool.Pool[*domain], size int64) (*domain, error) {
 	if d, ok := p.TakeLater(); ok {
 		return d, nil
