@@ -31,9 +31,9 @@ type parking struct {
 
 // parkFrom: waits at least this long park. Shorter ones (a crowded
 // partition's doze, 50 µs) ppoll: the runtime's poller sleeps whole
-// milliseconds, and a doze in a system call the runtime does not know of
-// (keeping its P) cost 10-25% of the throughput of many callers on 2
-// cores (jakiro-bench callers, 4 interleaved rounds).
+// milliseconds, and with a doze in a system call the runtime does not
+// know of (keeping its P) many callers on 2 cores read 10-25% slower
+// (jakiro-bench callers, 11 interleaved rounds).
 const parkFrom = time.Millisecond
 
 // newParking makes bell fd's epoll instance, registered in the runtime's
