@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jakiro-kv/jakiro/fabric/internal/parkfd"
 )
 
 // The provider's netpoller: a fixed set of goroutines, each blocked in
@@ -74,7 +76,7 @@ func pollerFor() (*poller, error) {
 				return
 			}
 			p := &poller{epfd: fd, rxbuf: make([]byte, rxBufSize), conns: map[uint64]*conn{}}
-			p.ep, p.rc = parkable(fd)
+			p.ep, p.rc = parkfd.Open(fd, "fabric/tcp epoll") // the file owns fd
 			p.lookFn = p.look
 			pollers = append(pollers, p)
 			go p.loop()
@@ -203,22 +205,6 @@ func (p *poller) loop() {
 		}
 		again, next = next, again[:0]
 	}
-}
-
-// parkable registers the epoll instance fd in the runtime's poller, so the
-// loop can wait for its events parked (wait); a nil RawConn where it
-// cannot be. The file, once made, owns fd: the poller keeps it, or its
-// finalizer would close the instance.
-func parkable(fd int) (*os.File, syscall.RawConn) {
-	if unix.SetNonblock(fd, true) != nil {
-		return nil, nil
-	}
-	f := os.NewFile(uintptr(fd), "fabric/tcp epoll")
-	rc, err := f.SyscallConn()
-	if err != nil || f.SetReadDeadline(time.Time{}) != nil { // no deadline: not in the poller
-		return f, nil
-	}
-	return f, rc
 }
 
 // wait is epoll_wait(2) on p's instance with a timeout in milliseconds

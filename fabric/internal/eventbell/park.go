@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jakiro-kv/jakiro/fabric/internal/parkfd"
 )
 
 // parking is how a bell's long waits park in the runtime's poller rather
@@ -43,14 +45,13 @@ func newParking(fd int) *parking {
 	if err != nil {
 		return nil
 	}
-	if unix.SetNonblock(epfd, true) != nil {
-		unix.Close(epfd)
-		return nil
-	}
-	f := os.NewFile(uintptr(epfd), "eventbell epoll")
-	rc, err := f.SyscallConn()
-	if err != nil || f.SetReadDeadline(time.Time{}) != nil { // no deadline: not in the poller
-		f.Close()
+	f, rc := parkfd.Open(epfd, "eventbell epoll")
+	if rc == nil {
+		if f != nil {
+			f.Close()
+		} else {
+			unix.Close(epfd)
+		}
 		return nil
 	}
 	pk := &parking{ep: f, rc: rc}
