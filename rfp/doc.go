@@ -105,8 +105,9 @@
 //
 // The response header is 8 bytes (the paper's is 4: here the sequence
 // number is 32 bits, as records of a lap are not tied to slots, and the
-// length 24 bits), so the RFS that covers a 32 B value is 48 rather than
-// the paper's 36.
+// length 24 bits), and records start on cache lines, so the RFS that
+// covers a 32 B value is 64 (its record's line) rather than the paper's
+// 36.
 //
 // Everything a peer writes is untrusted: decoders bounds-check and return
 // errors; nothing here panics on peer bytes.

@@ -280,25 +280,21 @@ func TestEngineRefusesOverMax(t *testing.T) {
 }
 
 // A response longer than the fetch that ends at the ring's end, with the
-// fetch stopping within its last 16 bytes: the second READ brings the
-// record's rest from there (not from the next lap, where a record could
-// not start in so few bytes), and the value comes back.
+// fetch (an RFS set below the record's length) stopping within the ring's
+// last bytes: the second READ brings the record's rest from there (not
+// from the next lap, where a record could not start in so few bytes), and
+// the value comes back.
 func TestEngineShortRecordAtRingEnd(t *testing.T) {
-	const rfs = 48 // RFSFor(32): a 40-byte value's record (56 bytes) is 8 longer
+	const rfs = 48 // a 40-byte value's record holds 52 bytes
 	h := newHarnessRings(t, 1, 8, 1000, 0, MinRing, EngineConfig{Mode: ModeRFP, RFS: rfs, FetchDelayNS: -1})
-	if RFSFor(32) != rfs {
-		t.Fatalf("RFSFor(32) = %d", RFSFor(32))
+	if RFSFor(40) <= rfs {
+		t.Fatalf("RFSFor(40) = %d", RFSFor(40))
 	}
-	h.do(0, OpPut, []byte("eight"), []byte("8 bytes!"))
 	h.do(0, OpPut, []byte("forty"), bytes.Repeat([]byte("40"), 20))
 	ring := uint64(h.l.RespRing)
-	at := ring - uint64(RFSFor(40)) // where the 56-byte record ends at the ring's end
+	at := ring - uint64(RFSFor(40)) // where the record ends at the ring's end
 	for ps := &h.e.parts[0]; ps.rpos%ring != at; {
-		if (at-ps.rpos%ring)%16 == 8 {
-			h.do(0, OpGet, []byte("eight"), nil) // a 24-byte response
-		} else {
-			h.do(0, OpPut, []byte("k"), nil) // a 16-byte response
-		}
+		h.do(0, OpPut, []byte("k"), nil) // one line's response
 	}
 	before := h.e.Counters()
 	r := h.do(0, OpGet, []byte("forty"), nil)
@@ -306,7 +302,7 @@ func TestEngineShortRecordAtRingEnd(t *testing.T) {
 		t.Fatalf("GET: %v %q", r.st, r.val)
 	}
 	if d := h.e.Counters().Sub(before); d.Reads != 2 || d.Torn != 0 {
-		t.Fatalf("counters %+v: want the fetch and one READ of the last 8 bytes", d)
+		t.Fatalf("counters %+v: want the fetch and one READ of the last 4 bytes", d)
 	}
 	if got := h.e.parts[0].rpos % ring; got != 0 {
 		t.Fatalf("response ring at %d after the record, want its start", got)

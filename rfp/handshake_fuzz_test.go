@@ -63,17 +63,20 @@ func FuzzParseWelcome(f *testing.F) {
 	})
 }
 
-// A peer of protocol version 1 (fixed slots) is refused both ways with an
-// error that wraps ErrVersion and names both versions.
-func TestVersion1Refused(t *testing.T) {
-	_, err := ParseHello(Hello{Version: 1, Slots: 8}.Put())
-	checkVersionErr(t, err, 1)
-	l, _ := NewLayout(2, 8, 1024, 0, 0)
-	b := Welcome{Layout: l, Grant: fabric.Desc{Len: uint64(l.Size())}}.Put()
-	b[4] = 1
-	_, err = ParseWelcome(b)
-	checkVersionErr(t, err, 1)
-	if Version != 2 {
-		t.Fatalf("Version %d, want 2", Version)
+// A peer of protocol version 1 (fixed slots) or 2 (records 8-byte
+// aligned) is refused both ways with an error that wraps ErrVersion and
+// names both versions.
+func TestOldVersionsRefused(t *testing.T) {
+	if Version != 3 {
+		t.Fatalf("Version %d, want 3", Version)
+	}
+	for _, v := range []uint8{1, 2} {
+		_, err := ParseHello(Hello{Version: v, Slots: 8}.Put())
+		checkVersionErr(t, err, v)
+		l, _ := NewLayout(2, 8, 1024, 0, 0)
+		b := Welcome{Layout: l, Grant: fabric.Desc{Len: uint64(l.Size())}}.Put()
+		b[4] = v
+		_, err = ParseWelcome(b)
+		checkVersionErr(t, err, v)
 	}
 }

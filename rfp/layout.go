@@ -89,8 +89,9 @@ func (l Layout) RespBase(p int) int { return l.ReqBase(p) + l.ReqRing }
 // there), the one piece request of a long response in flight RespRing/4,
 // and RespRing/4 stay for the waste at the ring's end.
 
-// minRespBudgetRec is the smallest reservation: a record with a 32 B value.
-const minRespBudgetRec = 48
+// minRespBudgetRec is the smallest reservation: a record of one cache
+// line (a value of up to 52 B).
+const minRespBudgetRec = recAlign
 
 // callResv is the response bytes one request in the window reserves.
 func (l Layout) callResv() int { return min(l.RespRing/(2*l.Slots), l.RespRing/8) &^ (recAlign - 1) }
@@ -113,7 +114,8 @@ func (l Layout) maxReqRecord() int { return l.ReqRing / 4 &^ (recAlign - 1) }
 // one READ: its response record.
 func RFSFor(n int) int { return respRecLen(n) }
 
-// MinRFS is the smallest useful RFS: the record of an empty value.
+// MinRFS is the smallest useful RFS: the header and checksum of an empty
+// value's record.
 const MinRFS = 16
 
 // ringOff is position pos's offset in a ring of ring bytes: a mask where

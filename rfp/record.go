@@ -9,8 +9,8 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// Record codecs. Rings carry variable-length records, each 8-byte aligned
-// and never split at a ring's end: a record that does not fit before the
+// Record codecs. Rings carry variable-length records, each starting on a
+// cache line (64 B) and never split at a ring's end: a record that does not fit before the
 // end goes to the ring's start, and the writer leaves a wrap marker where
 // it would have gone (none when fewer bytes remain than the smallest
 // record: then the reader skips them too). A record's checksum covers its
@@ -24,14 +24,23 @@ import (
 // one comes in pieces (rflags respMore), fetched with opPiece requests.
 // total is the whole value's length of a request sent in parts (FlagPart
 // records, then a FlagJoin record with the key).
+//
+// Cache lines, not 8 bytes (protocol version 3): a small record then
+// lies in one line, which the writer's and the reader's cores hand over
+// once, and the next record is never in the line a reader is reading.
+// On shm, where a record crosses cores as lines, one GET at a time in
+// reply mode took ~20% less time (2 cores, 3 interleaved runs, medians of
+// 200k GETs each: 1.28/1.16/1.10 against 1.73/1.48/1.37 µs); a record
+// pads at most 63 B.
 
 const (
-	recAlign      = 8
-	reqHeader     = 24
-	respHeader    = 8
-	sumSize       = 4
-	reqMarkerLen  = 32 // the smallest request record: header and checksum
-	respMarkerLen = 16 // the smallest response record
+	recAlign   = 64
+	reqHeader  = 24
+	respHeader = 8
+	sumSize    = 4
+	// The smallest records: a header and a checksum, on one line.
+	reqMarkerLen  = (reqHeader + sumSize + recAlign - 1) / recAlign * recAlign
+	respMarkerLen = (respHeader + sumSize + recAlign - 1) / recAlign * recAlign
 	// opWrap marks the end of a lap in a request ring.
 	opWrap Op = 0xff
 	// opPiece asks for the next piece of a long response (internal).

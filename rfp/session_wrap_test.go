@@ -93,7 +93,7 @@ func TestPollWrapMarkers(t *testing.T) {
 			}
 			// The same marker repeated at the next lap's start (the ring's
 			// offset 0) breaks the ring instead of going round again.
-			if off%64 == 8 {
+			if off/recAlign%8 == 1 {
 				w.marker(0, seq)
 				if w.poll(&r) || !errors.Is(w.srv.sess.Broken(0), ErrRingProtocol) {
 					t.Fatalf("offset %d: a repeated marker at the lap's start did not break the ring", off)
@@ -114,10 +114,11 @@ func TestPollWrapMarkers(t *testing.T) {
 func TestPollBatchWrapAtLapStart(t *testing.T) {
 	w := newWrapReader(t)
 	ringLen := w.l.ReqRing
-	n := w.get(ringLen-64, 5, "a")
-	w.marker(ringLen-64+n, 6)
+	at := ringLen - reqRecLen(1, 0) - reqMarkerLen // a record, then a marker at the lap's end
+	n := w.get(at, 5, "a")
+	w.marker(at+n, 6)
 	w.marker(0, 6)
-	w.at(uint64(ringLen-64), 5)
+	w.at(uint64(at), 5)
 	rs := make([]Request, 4)
 	done := make(chan int, 1)
 	go func() { done <- w.srv.sess.PollBatch(0, 0, rs) }()
