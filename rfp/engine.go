@@ -423,6 +423,12 @@ func (e *Engine) Pending() []fabric.Op {
 // flushWrites adds the WRITEs of the records put since the last call: per
 // partition one WRITE of the span, two where it crosses the ring's end.
 func (e *Engine) flushWrites() {
+	if len(e.dirty) > 0 { // inlined: a driver's every pass asks, twice
+		e.flushDirty()
+	}
+}
+
+func (e *Engine) flushDirty() {
 	l := e.layout
 	for _, p := range e.dirty {
 		ps := &e.parts[p]
