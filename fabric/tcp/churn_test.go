@@ -46,7 +46,11 @@ func TestChurnChargesCost(t *testing.T) {
 		paced bool
 	}{
 		{"honest", 1000, 0, false},
-		{"whole-region READs", churnBurst/2 + 4, 8, true},
+		// Each charged 2 handshakes (2 MiB of READs): twice the burst and
+		// more, so that a slow -race loop's decay (churnRate a second)
+		// cannot hide the pacing (with half the burst + 4 the margin was
+		// 8 handshakes, 0.16 s of decay: a full .ci/run missed it once).
+		{"whole-region READs", churnBurst + 4, 8, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ln := listen(t, fabric.Options{})
