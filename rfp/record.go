@@ -12,10 +12,10 @@ import (
 // Record codecs. Rings carry variable-length records, each starting on a
 // cache line (64 B) and never split at a ring's end: a record that does
 // not fit before the end goes to the ring's start, and the writer leaves
-// a wrap marker where it would have gone (none when fewer bytes remain than the smallest
-// record: then the reader skips them too). A record's checksum covers its
-// body and is keyed by its header words, so the header is stored last, the
-// sequence number in one atomic store.
+// a wrap marker where it would have gone (none when fewer bytes remain
+// than the smallest record: then the reader skips them too). A record's
+// checksum covers its body and is keyed by its header words, so the
+// header is stored last, the sequence number in one atomic store.
 //
 //	request:  seq u32 | op u8 | flags u8 | klen u16 | vlen u32 | ttl u32 | budget u32 | total u32 | key | value | sum u32
 //	response: seq u32 | status u4 | rflags u4 | len u24 | payload | sum u32
