@@ -63,14 +63,10 @@ var (
 	groupsOnce sync.Once
 	groups     []pollGroup
 	nextGroup  atomic.Uint32 // spreads connections over groups, at dial
-	// procs caches GOMAXPROCS (reading it takes the scheduler's lock);
-	// drivers refresh it at their sched_yields.
-	procs atomic.Int32
 )
 
 func pollGroups() []pollGroup {
 	groupsOnce.Do(func() {
-		procs.Store(int32(runtime.GOMAXPROCS(0)))
 		n := max(1, min(runtime.GOMAXPROCS(0), runtime.NumCPU()/2))
 		if v, err := strconv.Atoi(os.Getenv("JAKIRO_POLL_GROUPS")); err == nil && v > 0 {
 			n = v
@@ -240,7 +236,7 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 	var stall stallWatch
 	var until int64
 	for {
-		woke, rang, hungry, cold, threaded, now := g.pass(w)
+		woke, rang, hungry, cold, now := g.pass(w)
 		yieldNS := int64(osYieldNS)
 		if cold {
 			yieldNS = osYieldColdNS
@@ -276,35 +272,19 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 			if stall.due(now, unyielded, left) {
 				stall.giveWay(now, g)
 			}
-			// A driver alone (no other caller of its group waits, and
-			// none was woken since its last yield) gives way only where
-			// drivers may hold every P: elsewhere another P runs the
-			// process's other goroutines, and a Gosched would wake an
-			// idle P's thread to find nothing (wakep: a futex each way,
-			// and on 2 cores a thread that takes the server's core): one
-			// GET at a time on shm, 59k context switches in 2 s -> 32k.
-			// With other callers that woken thread is what runs them
-			// soonest (64 callers on one Client at GOMAXPROCS 2: 0.68x
-			// without it), and where answers come through the runtime's
-			// poller (tcp: threaded), what finds them.
-			alone := unyielded == 0 && !threaded && g.callers.Load() == 0
-			if !alone || int(procs.Load()) <= len(groups) {
-				runtime.Gosched()
-				if clock()-now > yieldedNS {
-					// Others ran meanwhile: a retry's lateness after a
-					// miss is ours, not the server's (engines learn at
-					// their next step). A Gosched with nobody to run is
-					// no yield.
-					g.yields++
-				}
-			}
 			unyielded = 0
 			gosched = now + goschedNS
+			runtime.Gosched()
+			if clock()-now > yieldedNS {
+				// Others ran meanwhile: a retry's lateness after a miss
+				// is ours, not the server's (engines learn at their next
+				// step). A Gosched with nobody to run is no yield.
+				g.yields++
+			}
 		}
 		if now >= osYield {
 			osYield = now + yieldNS
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-			procs.Store(int32(runtime.GOMAXPROCS(0)))
 		}
 		if now >= ctxAt {
 			ctxAt = now + ctxNS
@@ -322,16 +302,14 @@ func (g *pollGroup) drive(ctx context.Context, w *waiter) error {
 // rings, posts, completions, answers to their callers (woken, but w, the
 // driver). It reports how many callers it woke, whether it rang a blocked
 // partition, whether a connection has room and nothing queued for it,
-// whether one is cold, whether one's NIC is a thread (tcp: its answers
-// come through the runtime's poller), and the clock it read.
-func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry, cold, threaded bool, now int64) {
+// whether one is cold, and the clock it read.
+func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry, cold bool, now int64) {
 	g.takeIncoming()
 	now = clock()
 	for i := 0; i < len(g.active); {
 		cn := g.active[i]
 		n, bell, idle, room := cn.step(w, now)
 		cold = cold || cn.gather && cn.cold.Load() // shm conns are never cold: no load
-		threaded = threaded || cn.gather
 		woke += n
 		rang = rang || bell
 		hungry = hungry || room && n > 0
@@ -343,7 +321,7 @@ func (g *pollGroup) pass(w *waiter) (woke int, rang, hungry, cold, threaded bool
 		}
 		i++
 	}
-	return woke, rang, hungry, cold, threaded, now
+	return woke, rang, hungry, cold, now
 }
 
 // local says whether a busy connection's server shares this host's
