@@ -112,7 +112,6 @@ type rec struct {
 	seq       uint32
 	kind      recKind
 	reply     bool
-	first     bool // no READ covered it yet
 	missed    bool // the first READ that covered it, due, found nothing
 	reads     uint8
 	misses    uint8
@@ -323,7 +322,6 @@ func (e *Engine) put(now int64, p int, r rec, h ReqHeader, key, value []byte) {
 		}
 		ps.wpos += uint64(rem)
 	}
-	r.first = true
 	r.sent = now
 	r.due = now + e.delay.NS()
 	ps.resv += r.resv

@@ -91,9 +91,6 @@ func (e *Engine) fetch(p int, now int64) {
 		end = lapEnd(from, l.RespRing) + uint64(want-n1)
 	}
 	ps.fetchFrom, ps.readEnd, ps.readAt = from, end, now
-	for i := 0; i < ps.qn; i++ {
-		ps.at(i).first = false
-	}
 }
 
 func (e *Engine) read(p, off, n int) {
