@@ -59,10 +59,9 @@ func (ps *partState) init(p int, l Layout) {
 	ps.long = -1
 }
 
-func (ps *partState) push(r rec) {
-	ps.q[(ps.qh+ps.qn)%len(ps.q)] = r
-	ps.qn++
-}
+// tail is the queue's next free place; the record made there is queued
+// once qn counts it.
+func (ps *partState) tail() *rec { return &ps.q[(ps.qh+ps.qn)%len(ps.q)] }
 
 func (ps *partState) head() *rec { return &ps.q[ps.qh] }
 
