@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,8 +40,10 @@ type conn struct {
 	// peer's threads were just woken, and the driver yields its core
 	// more often meanwhile (group.go, osYieldColdNS).
 	cold      atomic.Bool
-	copyReads bool // READs are copies (shm): fetched at once (rfp.EngineConfig)
-	onHost    bool // the server runs on this host (fabric.SharesHost): stalls nap (stall.go)
+	copyReads bool   // READs are copies (shm): fetched at once (rfp.EngineConfig)
+	oneP      bool   // GOMAXPROCS was 1 at dial: a lone caller yields (alone.go)
+	alones    uint64 // calls run alone to the end (alone.go; under mu)
+	onHost    bool   // the server runs on this host (fabric.SharesHost): stalls nap (stall.go)
 
 	mu       sync.Mutex
 	fc       fabric.Conn
@@ -123,6 +126,7 @@ func dial(ctx context.Context, addr string, cfg config, g *pollGroup) (*conn, er
 	}
 	cn.corker, _ = link.Conn.(fabric.Corker)
 	cn.onHost = fabric.SharesHost(link.Conn)
+	cn.oneP = runtime.GOMAXPROCS(0) == 1
 	cn.cold.Store(ecfg.SoftNIC)
 	return cn, nil
 }
@@ -449,17 +453,23 @@ func (c *conn) progressLocked(now int64, driver *waiter) (woke int, err error) {
 	if err := c.flushLocked(); err != nil {
 		return woke, err
 	}
+	return woke, c.pollLocked(now)
+}
+
+// pollLocked hands the fabric's completions to the engine.
+func (c *conn) pollLocked(now int64) error {
+	e := c.eng
 	n, err := c.fc.Poll(c.comps)
 	if err != nil {
-		return woke, e.Fail(err)
+		return e.Fail(err)
 	}
 	c.posted -= n
 	for _, comp := range c.comps[:n] {
 		if err := e.Complete(now, comp); err != nil {
-			return woke, err
+			return err
 		}
 	}
-	return woke, nil
+	return nil
 }
 
 // flushLocked posts the engine's pending ops, then rings the doorbells
@@ -522,30 +532,41 @@ func (c *conn) deliverLocked(driver *waiter) (woke int) {
 
 // do runs one operation on partition p; the value is appended to dst.
 func (c *conn) do(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl uint32, dst []byte) ([]byte, error) {
-	w := getWaiter()
-	w.begin(1)
-	w.setCtx(ctx)
-	cl := &w.one
-	cl.reset(w, p, op, key, value, ttl, dst)
-	var err error
 	if c.g.take() {
-		// Nobody drives the group: this caller does, and its call skips
-		// the inbox when it can go straight into a ring.
+		// Nobody drives the group: this caller does. Alone, it runs its
+		// call in place (alone.go); else its call skips the inbox when it
+		// can go straight into a ring.
+		if dst, ok, err := c.alone(ctx, p, op, key, value, ttl, dst); ok {
+			return dst, err
+		}
+		w := getWaiter()
+		w.begin(1)
+		w.setCtx(ctx)
+		cl := &w.one
+		cl.reset(w, p, op, key, value, ttl, dst)
 		if !c.direct(cl, w) {
-			if err = c.enqueue(cl); err != nil {
+			if err := c.enqueue(cl); err != nil {
 				c.g.release(w)
 				putWaiter(w)
 				return dst, err
 			}
 		}
-		err = c.g.awaitHeld(ctx, w)
-	} else {
-		if err = c.enqueue(cl); err != nil {
-			putWaiter(w)
-			return dst, err
-		}
-		err = c.g.await(ctx, w)
+		return c.outcome(w, cl, dst, c.g.awaitHeld(ctx, w))
 	}
+	w := getWaiter()
+	w.begin(1)
+	w.setCtx(ctx)
+	cl := &w.one
+	cl.reset(w, p, op, key, value, ttl, dst)
+	if err := c.enqueue(cl); err != nil {
+		putWaiter(w)
+		return dst, err
+	}
+	return c.outcome(w, cl, dst, c.g.await(ctx, w))
+}
+
+// outcome is the result of w's call cl, once awaited (err: the wait's).
+func (c *conn) outcome(w *waiter, cl *call, dst []byte, err error) ([]byte, error) {
 	if err != nil && w.giveUp(cl) {
 		return dst, err // w stays with the driver, which may still hold cl
 	}

@@ -359,6 +359,20 @@ func (g *pollGroup) wakeEnded(w *waiter, now int64) {
 	}
 }
 
+// releaseAlone lets go of the role held by a caller that ran its call
+// alone (conn.alone): nobody else had a call in the group then, so
+// company that came since announced itself (nIn), and is served as
+// release would.
+func (g *pollGroup) releaseAlone() {
+	g.driving.Store(false)
+	if g.nIn.Load() != 0 && g.take() {
+		w := getWaiter()
+		w.begin(0)
+		g.release(w)
+		putWaiter(w)
+	}
+}
+
 // release passes on the role w holds.
 func (g *pollGroup) release(w *waiter) {
 	for !g.handOff(w) {
