@@ -81,10 +81,10 @@ func (c *conn) alone(ctx context.Context, p int, op rfp.Op, key, value []byte, t
 		if now >= e.Next() {
 			e.Tick(now)
 		}
-		if err = c.flushLocked(); err == nil {
+		if err = c.flushLocked(); err == nil && !c.wokeBell {
 			err = c.pollLocked(now)
 		}
-		if err != nil {
+		if err != nil || c.wokeBell {
 			return c.aloneJoin(ctx, p, op, key, value, ttl, dst, slot, err)
 		}
 		if rs := e.Results(); len(rs) > 0 {
