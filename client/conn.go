@@ -42,7 +42,7 @@ type conn struct {
 	cold      atomic.Bool
 	copyReads bool   // READs are copies (shm): fetched at once (rfp.EngineConfig)
 	oneP      bool   // GOMAXPROCS was 1 at dial: a lone caller yields (alone.go)
-	alones    uint64 // calls run alone to the end (alone.go; under mu)
+	alones    uint64 // calls and batches run alone to the end (alone.go; under mu)
 	onHost    bool   // the server runs on this host (fabric.SharesHost): stalls nap (stall.go)
 
 	mu       sync.Mutex
@@ -638,11 +638,32 @@ func (c *conn) run(ctx context.Context, b *Batch) error {
 			b.calls = append(b.calls, &o.c)
 		}
 	}
-	if err := c.enqueue(b.calls...); err != nil {
-		putWaiter(w)
-		return err
+	var err error
+	switch {
+	case c.g.take():
+		// Nobody drives the group: alone in it, this caller runs its
+		// batch in place (alone.go); else it drives as any driver.
+		switch c.aloneRun(b.calls, w) {
+		case aloneDone:
+			c.g.releaseAlone()
+		case aloneDeclined:
+			if err = c.enqueue(b.calls...); err != nil {
+				c.g.release(w)
+				putWaiter(w)
+				return err
+			}
+			fallthrough
+		default:
+			err = c.g.awaitHeld(ctx, w)
+		}
+	default:
+		if err = c.enqueue(b.calls...); err != nil {
+			putWaiter(w)
+			return err
+		}
+		err = c.g.await(ctx, w)
 	}
-	if err := c.g.await(ctx, w); err != nil && w.giveUp(b.calls...) {
+	if err != nil && w.giveUp(b.calls...) {
 		b.detach()
 		return err // w stays with the driver, which may still hold its calls
 	}

@@ -8,7 +8,8 @@ func SetAloneNS(ns int64) int64 {
 	return old
 }
 
-// Alones counts the calls c's connections ran alone to the end.
+// Alones counts the calls and batches c's connections ran alone to the
+// end.
 func Alones(c *Client) uint64 {
 	var n uint64
 	for _, s := range c.servers {
