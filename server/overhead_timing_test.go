@@ -22,23 +22,55 @@ import (
 // two runs mostly measures that. Reports both medians and 99th
 // percentiles and their ratios (client / bare): what the SDK's driving
 // adds to a lone caller's GET, robust to that noise.
+// window8/* does the same with windows of 8 GETs (Client.Run of a
+// Batch; the bare loop submits 8 and polls until all 8 are in), timing
+// each window.
 func BenchmarkClientOverhead(b *testing.B) {
 	const overheadTurn = 2000
 	srv := startServer(b, e2eListenTB(b, "shm"), "JAKIRO_E2E_PARTITIONS=1")
 	for _, m := range modes {
+		b.Run("window8/"+m.String(), func(b *testing.B) {
+			ctx := context.Background()
+			c, bare, keys := overheadPair(b, srv.Addr, m)
+			hc := hdrhistogram.New(1, int64(time.Second), 3)
+			hb := hdrhistogram.New(1, int64(time.Second), 3)
+			var batch client.Batch
+			const window = 8
+			for i := 0; i < b.N; i += overheadTurn {
+				n := min(overheadTurn, b.N-i)
+				for j := range n {
+					k := (i + j) * window % (len(keys) - window)
+					batch.Reset()
+					for _, key := range keys[k : k+window] {
+						batch.Get(key)
+					}
+					t0 := time.Now()
+					if err := c.Run(ctx, &batch); err != nil {
+						b.Fatal(err)
+					}
+					hc.RecordValue(int64(time.Since(t0)))
+				}
+				for j := range n {
+					k := (i + j) * window % (len(keys) - window)
+					t0 := time.Now()
+					if err := bare.getWindow(keys[k : k+window]); err != nil {
+						b.Fatal(err)
+					}
+					hb.RecordValue(int64(time.Since(t0)))
+				}
+			}
+			b.StopTimer()
+			reportOverhead(b, hc, hb)
+		})
+	}
+	for _, m := range modes {
 		b.Run(m.String(), func(b *testing.B) {
 			ctx := context.Background()
-			c, err := client.Dial(ctx, srv.Addr, client.WithMode(m))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			keys := loadKeys(b, c, 1000)
-			bare := dialBare(b, srv.Addr, m)
-			defer bare.fc.Close()
+			c, bare, keys := overheadPair(b, srv.Addr, m)
 			hc := hdrhistogram.New(1, int64(time.Second), 3)
 			hb := hdrhistogram.New(1, int64(time.Second), 3)
 			var dst []byte
+			var err error
 			b.ResetTimer()
 			for i := 0; i < b.N; i += overheadTurn {
 				n := min(overheadTurn, b.N-i)
@@ -61,16 +93,35 @@ func BenchmarkClientOverhead(b *testing.B) {
 			if len(dst) != 32 {
 				b.Fatalf("bare loop got %d bytes, want 32", len(dst))
 			}
-			cp50, cp99 := float64(hc.ValueAtQuantile(50))/1e3, float64(hc.ValueAtQuantile(99))/1e3
-			bp50, bp99 := float64(hb.ValueAtQuantile(50))/1e3, float64(hb.ValueAtQuantile(99))/1e3
-			b.ReportMetric(cp50, "p50-µs")
-			b.ReportMetric(cp99, "p99-µs")
-			b.ReportMetric(bp50, "bare-p50-µs")
-			b.ReportMetric(bp99, "bare-p99-µs")
-			b.ReportMetric(cp50/bp50, "p50-x-bare")
-			b.ReportMetric(cp99/bp99, "p99-x-bare")
+			reportOverhead(b, hc, hb)
 		})
 	}
+}
+
+// overheadPair dials a client and a bare loop in mode m (both closed at
+// the benchmark's end) and loads 1,000 keys.
+func overheadPair(b *testing.B, addr string, m rfp.Mode) (*client.Client, *bareLoop, [][]byte) {
+	c, err := client.Dial(context.Background(), addr, client.WithMode(m))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	bare := dialBare(b, addr, m)
+	b.Cleanup(func() { bare.fc.Close() })
+	return c, bare, loadKeys(b, c, 1000)
+}
+
+// reportOverhead reports the client's (hc) and the bare loop's (hb)
+// quantiles and their ratios.
+func reportOverhead(b *testing.B, hc, hb *hdrhistogram.Histogram) {
+	cp50, cp99 := float64(hc.ValueAtQuantile(50))/1e3, float64(hc.ValueAtQuantile(99))/1e3
+	bp50, bp99 := float64(hb.ValueAtQuantile(50))/1e3, float64(hb.ValueAtQuantile(99))/1e3
+	b.ReportMetric(cp50, "p50-µs")
+	b.ReportMetric(cp99, "p99-µs")
+	b.ReportMetric(bp50, "bare-p50-µs")
+	b.ReportMetric(bp99, "bare-p99-µs")
+	b.ReportMetric(cp50/bp50, "p50-x-bare")
+	b.ReportMetric(cp99/bp99, "p99-x-bare")
 }
 
 // bareLoop is an rfp.Engine driven one request at a time over its own
@@ -123,6 +174,59 @@ func (l *bareLoop) flush() error {
 		e.Rang()
 	}
 	return nil
+}
+
+// getWindow GETs keys together (one WRITE a partition) and waits for
+// all of their answers.
+func (l *bareLoop) getWindow(keys [][]byte) error {
+	e := l.eng
+	now := int64(time.Since(l.epoch))
+	for _, key := range keys {
+		if _, err := e.Submit(now, rfp.PartitionOf(rfp.KeyHash(key), l.parts), rfp.OpGet, key, nil, 0); err != nil {
+			return err
+		}
+	}
+	for got, deadline := 0, now+int64(5*time.Second); got < len(keys); {
+		n, err := l.step()
+		if err != nil {
+			return err
+		}
+		got += n
+		if now = int64(time.Since(l.epoch)); now > deadline {
+			return fmt.Errorf("bare loop: %d of %d answers in 5 s", got, len(keys))
+		}
+	}
+	return nil
+}
+
+// step posts, reaps and ticks once; it returns the answers that came,
+// each checked to be a 32 B value.
+func (l *bareLoop) step() (int, error) {
+	e := l.eng
+	if err := l.flush(); err != nil {
+		return 0, err
+	}
+	n, err := l.fc.Poll(l.comps)
+	if err != nil {
+		return 0, err
+	}
+	now := int64(time.Since(l.epoch))
+	for _, c := range l.comps[:n] {
+		if err := e.Complete(now, c); err != nil {
+			return 0, err
+		}
+	}
+	if now >= e.Next() {
+		e.Tick(now)
+	}
+	rs := e.Results()
+	for _, r := range rs {
+		if r.Status != rfp.StatusOK || len(r.Value) != 32 {
+			return 0, fmt.Errorf("bare loop: status %v, %d B", r.Status, len(r.Value))
+		}
+	}
+	e.Consumed()
+	return len(rs), nil
 }
 
 func (l *bareLoop) get(key, dst []byte) ([]byte, error) {
