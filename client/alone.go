@@ -18,13 +18,13 @@ import (
 // 2-core host: measured beside a bare engine loop on one shm connection,
 // one GET at a time (reply mode, 10 rounds of both in one process), the
 // driver's way was 1.21-1.35x the bare loop at p50 and 1.42-1.48x at p99,
-// this way 1.08-1.09x and 1.07-1.09x; the same loop with a Gosched every
+// this way 1.08-1.09x and 1.07-1.21x; the same loop with a Gosched every
 // goschedNS was back at 1.35x / 1.23x.
 //
 // A batch (Client.Run) goes the same way (aloneRun): one goroutine
 // running windows of 8 GETs, beside a bare engine loop doing the same,
-// was 1.20-1.30x the loop at p50 and 1.34-1.48x at p99 the driver's way,
-// 1.13-1.15x and 1.20-1.29x in place.
+// was 1.20-1.37x the loop at p50 and 1.34-1.48x at p99 the driver's way,
+// 1.13-1.20x and 1.20-1.29x in place.
 //
 // Company ends it: as soon as another caller queues a call on the group
 // (or another of its connections is busy) or the answer takes longer than
