@@ -6,7 +6,7 @@ import (
 )
 
 // DoneNotifier is a Conn that runs functions when it ends without a
-// goroutine waiting for each (shm): watching a connection then costs its
+// goroutine waiting for each (shm, tcp): watching a connection then costs its
 // owner no goroutine start on the way in, nor a wake-up to stop it.
 type DoneNotifier interface {
 	AfterDone(f func()) (stop func() bool)

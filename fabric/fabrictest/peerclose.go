@@ -3,14 +3,17 @@ package fabrictest
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jakiro-kv/jakiro/fabric"
 )
 
 // testPeerClose closes one end and checks both: the closer reports
-// ErrClosed, the peer sees Done closed promptly with ErrPeerGone, and ops
-// on either end fail rather than hang.
+// ErrClosed, the peer sees Done closed promptly with ErrPeerGone, ops on
+// either end fail rather than hang, and fabric.AfterDone functions run
+// on both ends (those stopped in time never do).
 func testPeerClose(t *testing.T, newAddr func(*testing.T) string) {
 	ln := listen(t, newAddr, fabric.Options{})
 	for _, closer := range []string{"Dialer", "Acceptor"} {
@@ -32,6 +35,17 @@ func testPeerClose(t *testing.T, newAddr func(*testing.T) string) {
 			}
 			if err := execOK(peer, read(peerReg, 0, peerRemote, 0, 64, 1)); err != nil {
 				t.Fatal(err)
+			}
+			peerRan, closerRan := make(chan struct{}), make(chan struct{})
+			stopPeer := fabric.AfterDone(peer, func() { close(peerRan) })
+			fabric.AfterDone(c, func() { close(closerRan) })
+			var stoppedRan atomic.Bool
+			stop := fabric.AfterDone(peer, func() { stoppedRan.Store(true) })
+			if !stop() {
+				t.Fatal("stop of a waiting AfterDone: false, want true")
+			}
+			if stop() {
+				t.Fatal("second stop: true, want false")
 			}
 			if err := c.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
@@ -57,6 +71,29 @@ func testPeerClose(t *testing.T, newAddr func(*testing.T) string) {
 			}
 			if err := peer.Err(); !errors.Is(err, fabric.ErrPeerGone) {
 				t.Fatalf("Err of the peer: %v, want ErrPeerGone", err)
+			}
+			for _, w := range []struct {
+				end string
+				ran chan struct{}
+			}{{"closed end", closerRan}, {"peer", peerRan}} {
+				select {
+				case <-w.ran:
+				case <-time.After(goneTimeout):
+					t.Fatalf("AfterDone of the %s did not run within %v of its end", w.end, goneTimeout)
+				}
+			}
+			if stopPeer() {
+				t.Fatal("stop after the function started: true, want false")
+			}
+			late := make(chan struct{})
+			fabric.AfterDone(peer, func() { close(late) })
+			select {
+			case <-late:
+			case <-time.After(goneTimeout):
+				t.Fatalf("AfterDone added after the end did not run within %v", goneTimeout)
+			}
+			if stoppedRan.Load() {
+				t.Fatal("an AfterDone function stopped in time ran")
 			}
 			if err := opFailsGone(peer, read(peerReg, 0, peerRemote, 0, 64, 3)); err != nil {
 				t.Fatal(err)

@@ -28,6 +28,9 @@ type conn struct {
 	source   int            // acceptor side: the name its rings carry (bells.AllocSource)
 	peerData []byte
 	depth    int
+	// dialedLoopback: the dialer connected to a loopback address (so the
+	// peer shares this host without asking the socket: SharesHost).
+	dialedLoopback bool
 	// peerDepth is the most requests the peer may have unanswered (its
 	// declared queue depth): a peer past it is not read until the
 	// responses it has not taken drain.
@@ -82,6 +85,7 @@ type conn struct {
 	opErr     error       // what ops still outstanding complete with
 	failOnce  sync.Once
 	done      chan struct{}
+	after     fabric.AfterList // AfterDone's, started when done closes
 	closeOnce sync.Once
 }
 
@@ -160,8 +164,14 @@ func (c *conn) fail(err error) {
 			c.vanished(c.youngCost()) // the peer dropped it young: churn pacing
 		}
 		close(c.done)
+		c.after.End()
 	})
 }
+
+// AfterDone implements fabric.DoneNotifier: a connection watched so costs
+// no goroutine start at the join and no wake-up to stop the watch at
+// Close, on either side (each a thread woken on a small machine).
+func (c *conn) AfterDone(f func()) (stop func() bool) { return c.after.Add(f) }
 
 // youngCost is what a connection its peer dropped young cost us beyond
 // the work it asked for, in handshakes: the handshake itself when no

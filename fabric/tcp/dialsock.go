@@ -29,6 +29,7 @@ import (
 type dialSock struct {
 	fd     int
 	remote net.Addr
+	peer   netip.Addr // remote's IP
 
 	mu   sync.Mutex // orders the context's shutdown against handing fd over
 	done bool       // fd is handed over or closed: the context leaves it alone
@@ -84,7 +85,7 @@ func connectFD(ctx context.Context, ap netip.AddrPort) (*dialSock, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
 	}
-	s := &dialSock{fd: fd, remote: net.TCPAddrFromAddrPort(ap)}
+	s := &dialSock{fd: fd, remote: net.TCPAddrFromAddrPort(ap), peer: ap.Addr()}
 	if err := tuneFD(fd); err != nil {
 		_ = unix.Close(fd)
 		return nil, err
@@ -237,21 +238,27 @@ func (c sockConn) Write(p []byte) (int, error) {
 	return sent, nil
 }
 
-// tuneFD sets what the fabric needs of a socket: no Nagle delay (a batch
+// sockOpts is what the fabric needs of a socket: no Nagle delay (a batch
 // is one write already), and prompt detection of a vanished peer host.
+// They are set on a dialer's socket and on the listening one, whose
+// accepted sockets inherit them (Linux copies the listener's socket into
+// each; TestAcceptedSocketOptions): an accept so makes none of these six
+// system calls on the join's path.
+var sockOpts = [...]struct {
+	level, opt, v int
+	name          string
+}{
+	{unix.IPPROTO_TCP, unix.TCP_NODELAY, 1, "TCP_NODELAY"},
+	{unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1, "SO_KEEPALIVE"},
+	{unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, int(KeepAliveIdle / time.Second), "TCP_KEEPIDLE"},
+	{unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, int(KeepAliveInterval / time.Second), "TCP_KEEPINTVL"},
+	{unix.IPPROTO_TCP, unix.TCP_KEEPCNT, KeepAliveCount, "TCP_KEEPCNT"},
+	{unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(UserTimeout.Milliseconds()), "TCP_USER_TIMEOUT"},
+}
+
+// tuneFD sets sockOpts on a dialer's or a listener's socket.
 func tuneFD(fd int) error {
-	opts := []struct {
-		level, opt, v int
-		name          string
-	}{
-		{unix.IPPROTO_TCP, unix.TCP_NODELAY, 1, "TCP_NODELAY"},
-		{unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1, "SO_KEEPALIVE"},
-		{unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, int(KeepAliveIdle / time.Second), "TCP_KEEPIDLE"},
-		{unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, int(KeepAliveInterval / time.Second), "TCP_KEEPINTVL"},
-		{unix.IPPROTO_TCP, unix.TCP_KEEPCNT, KeepAliveCount, "TCP_KEEPCNT"},
-		{unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(UserTimeout.Milliseconds()), "TCP_USER_TIMEOUT"},
-	}
-	for _, o := range opts {
+	for _, o := range sockOpts {
 		if err := unix.SetsockoptInt(fd, o.level, o.opt, o.v); err != nil {
 			return fmt.Errorf("fabric/tcp: %s: %w", o.name, err)
 		}

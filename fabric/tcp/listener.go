@@ -122,9 +122,6 @@ func (l *listener) SyscallWaiters() int {
 // hello reads the dialer's hello under the queue's deadline.
 func (l *listener) hello(_ context.Context, c net.Conn) (*setup, error) {
 	nc := c.(*net.TCPConn)
-	if err := tune(nc); err != nil {
-		return nil, err
-	}
 	data, depth, err := readHello(nc)
 	if err != nil {
 		return nil, err

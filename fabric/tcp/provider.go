@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"syscall"
 
 	"github.com/jakiro-kv/jakiro/fabric"
 	"github.com/jakiro-kv/jakiro/fabric/internal/eventbell"
@@ -40,8 +41,15 @@ func (provider) Listen(u *url.URL, o fabric.Options) (fabric.Listener, error) {
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("fabric/tcp: %s names no host, which would listen on every interface: use tcp://127.0.0.1:%s for this machine only, or tcp://0.0.0.0:%s to mean every interface", u, u.Port(), u.Port())
 	}
-	// No keepalive of Go's own on accepted sockets: tune sets the fabric's.
-	lc := net.ListenConfig{KeepAlive: -1}
+	// No keepalive of Go's own on accepted sockets: they inherit the
+	// fabric's from the listening socket (sockOpts).
+	lc := net.ListenConfig{KeepAlive: -1, Control: func(_, _ string, rc syscall.RawConn) error {
+		var terr error
+		if err := rc.Control(func(fd uintptr) { terr = tuneFD(int(fd)) }); err != nil {
+			return err
+		}
+		return terr
+	}}
 	ln, err := lc.Listen(context.Background(), "tcp", hp)
 	if err != nil {
 		return nil, fmt.Errorf("fabric/tcp: %w", err)
@@ -76,17 +84,4 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 		return nil, err
 	}
 	return newDialSetup(ds, o), nil
-}
-
-// tune sets what the fabric needs of a socket (tuneFD) on an accepted one.
-func tune(nc *net.TCPConn) error {
-	rc, err := nc.SyscallConn()
-	if err != nil {
-		return fmt.Errorf("fabric/tcp: %w", err)
-	}
-	var terr error
-	if err := rc.Control(func(fd uintptr) { terr = tuneFD(int(fd)) }); err != nil {
-		return fmt.Errorf("fabric/tcp: %w", err)
-	}
-	return terr
 }

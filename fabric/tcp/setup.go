@@ -133,7 +133,9 @@ func (s *setup) acceptBounded(ctx context.Context, data []byte) (*conn, error) {
 // for the listener's application to answer.
 func (s *setup) dial(ctx context.Context, data []byte) (*conn, error) {
 	ds := s.ds
-	if err := ds.bound(ctx); err != nil {
+	// The socket's timeouts, set at the connect (dialWait at most), bound
+	// each wait still; the context's end shuts the socket down (watch).
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	ds.watch(ctx)
@@ -159,6 +161,7 @@ func (s *setup) dial(ctx context.Context, data []byte) (*conn, error) {
 		_ = unix.Close(fd)
 		return nil, err
 	}
+	c.dialedLoopback = ds.peer.IsLoopback()
 	return c, nil
 }
 

@@ -9,8 +9,10 @@ import (
 // SharesHost implements fabric.HostSharer: the socket's peer is a
 // loopback address or this very host's (a connection to one of its own
 // addresses has the same address at both ends). Looked up when asked (a
-// dialer asks once; an acceptor never), not at every connection.
-func (c *conn) SharesHost() bool { return sameHost(c.fd) }
+// dialer asks once; an acceptor never), not at every connection, and
+// known without a system call where the dialer dialed a loopback address
+// (four of them, on a join's path, otherwise).
+func (c *conn) SharesHost() bool { return c.dialedLoopback || sameHost(c.fd) }
 
 // sameHost says whether fd's peer runs on this host.
 func sameHost(fd int) bool {

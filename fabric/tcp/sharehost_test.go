@@ -4,6 +4,8 @@ import (
 	"net"
 	"syscall"
 	"testing"
+
+	"github.com/jakiro-kv/jakiro/fabric"
 )
 
 // fdOf runs f with c's descriptor.
@@ -79,4 +81,19 @@ func TestSameHost(t *testing.T) {
 		return
 	}
 	t.Log("no address besides loopback that takes connections: the own-address case not tried")
+}
+
+// A dialer that dialed a loopback address knows its peer shares the host
+// without asking the socket; the acceptor asks it, and hears the same.
+func TestSharesHostLoopbackDial(t *testing.T) {
+	ln := listen(t, fabric.Options{})
+	d, a := pairOn(t, ln)
+	defer d.Close()
+	defer a.Close()
+	if !d.(*conn).dialedLoopback || a.(*conn).dialedLoopback {
+		t.Fatalf("dialedLoopback: dialer %v, acceptor %v; want true, false", d.(*conn).dialedLoopback, a.(*conn).dialedLoopback)
+	}
+	if !fabric.SharesHost(d) || !fabric.SharesHost(a) {
+		t.Fatalf("SharesHost: dialer %v, acceptor %v; want both true", fabric.SharesHost(d), fabric.SharesHost(a))
+	}
 }
