@@ -38,17 +38,32 @@ import (
 // variable for the tests (0: every call joins at its first look).
 var aloneNS int64 = stallNS
 
+// aloneMay says whether a caller holding its group's driver role may run
+// in place on c: READs are copies, and nothing else is in the group, its
+// inbox, c's queues or c's rings. It returns true with c.mu held.
+func (c *conn) aloneMay() bool {
+	g := c.g
+	if !c.copyReads || len(g.active) != 0 || g.nIn.Load() != 0 || c.inboxLen.Load() != 0 || c.shut.Load() {
+		return false
+	}
+	c.mu.Lock()
+	if c.closed || c.queued != 0 || c.slotted != 0 {
+		c.mu.Unlock()
+		return false
+	}
+	return true
+}
+
 // alone runs an operation on partition p in place, for a caller that
 // holds its group's driver role, while nothing else shares the group (see
 // above); false if it declined, having done nothing. Its waiter and call
 // are made only if company comes (aloneJoin).
 func (c *conn) alone(ctx context.Context, p int, op rfp.Op, key, value []byte, ttl uint32, dst []byte) ([]byte, bool, error) {
 	g := c.g
-	if !c.copyReads || len(g.active) != 0 || g.nIn.Load() != 0 || c.inboxLen.Load() != 0 || c.shut.Load() {
+	if !c.aloneMay() {
 		return dst, false, nil
 	}
-	c.mu.Lock()
-	if c.closed || c.queued != 0 || c.slotted != 0 || !c.eng.Free(p) {
+	if !c.eng.Free(p) {
 		c.mu.Unlock()
 		return dst, false, nil
 	}
@@ -160,13 +175,7 @@ const (
 // alone does one call; company, a full ring or the bound hand them to
 // the driver's way (aloneJoined).
 func (c *conn) aloneRun(calls []*call, w *waiter) aloneOutcome {
-	g := c.g
-	if !c.copyReads || len(g.active) != 0 || g.nIn.Load() != 0 || c.inboxLen.Load() != 0 || c.shut.Load() {
-		return aloneDeclined
-	}
-	c.mu.Lock()
-	if c.closed || c.queued != 0 || c.slotted != 0 {
-		c.mu.Unlock()
+	if !c.aloneMay() {
 		return aloneDeclined
 	}
 	e := c.eng
