@@ -42,6 +42,14 @@ type Options struct {
 	// nothing passes between clients. Providers with nothing to prepare
 	// ignore it; those that prepare report the pool (ReadyCounter).
 	Ready int
+	// BorrowDomain has a dialer use a domain its listener made for it
+	// instead of making its own (shm: a sealed memfd the listener's
+	// Ready pool keeps made and mapped, given to this one connection and
+	// never to another): its join makes no memory, and its regions must
+	// fit in the listener's DomainSize, which is all a listener reaches
+	// of a dialer's domain anyway. Regions are allocated once the
+	// connection is established. Providers without such domains ignore it.
+	BorrowDomain bool
 	// OnHello, if set, is called by a listener as soon as a dialer's
 	// hello has arrived, before the acceptor's work on it, so the
 	// application can wake what the new connection will need (its

@@ -39,6 +39,10 @@ type Link struct {
 // Dial connects to a Jakiro server: handshake, local region, control block
 // (written, or left to the owner: Link.Control).
 func Dial(ctx context.Context, addr string, cfg DialConfig) (*Link, error) {
+	// The one region a client allocates, after the handshake, is the
+	// grant's size, which the server's domains hold: its domain can be one
+	// the server made ahead (shm), and the join then makes no memory.
+	cfg.Fabric.BorrowDomain = true
 	setup, err := fabric.Dial(ctx, addr, cfg.Fabric)
 	if err != nil {
 		return nil, err

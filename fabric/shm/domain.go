@@ -87,6 +87,33 @@ func newDomain(size int64) (*domain, error) {
 	return d, nil
 }
 
+// adoptDomain makes a dialer's domain of the memfd its listener made for
+// it (fabric.Options.BorrowDomain): checked as a peer's domain is
+// (sealed, within MaxDialerDomain, a valid table header), mapped whole,
+// and the fd closed. The listener keeps its own mapping of it, as it
+// would of a domain the dialer made: it can reach nothing it could not
+// reach then.
+func adoptDomain(fd int) (*domain, error) {
+	mem, ino, err := mapDomainFD(fd, MaxDialerDomain, MaxDialerDomain)
+	if err != nil {
+		return nil, err
+	}
+	size := int64(len(mem)) - tableSize
+	if size < pageSize {
+		unix.Munmap(mem)
+		return nil, fmt.Errorf("%w: lent domain of %d bytes has no room for a region", errProtocol, len(mem))
+	}
+	return &domain{
+		id:   domainIDs.Add(1),
+		fd:   -1,
+		ino:  ino,
+		mem:  mem,
+		size: size,
+		free: []extent{{off: tableSize, len: uint64(size)}},
+		hint: 1,
+	}, nil
+}
+
 // requiredSeals make a memfd safe to map from an untrusted owner: it can
 // neither shrink (SIGBUS for us) nor grow, nor gain new seals.
 const requiredSeals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL

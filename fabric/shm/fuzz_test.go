@@ -111,6 +111,11 @@ func FuzzWireMessage(f *testing.F) {
 	fuzzseed.Add(f, "reject-with-fd", wireBytes(msgReject, nil), byte(1))
 	fuzzseed.Add(f, "hello-with-bells", wireBytes(msgHello, nil), byte(1|1<<2))
 	fuzzseed.Add(f, "bell-not-eventfd", wireBytes(msgAccept, nil), byte(1|1<<2|1<<6|1<<7))
+	fuzzseed.Add(f, "hello-borrow", wireBytes(msgHelloBorrow, []byte("private")), byte(0))
+	fuzzseed.Add(f, "hello-borrow-with-fd", wireBytes(msgHelloBorrow, nil), byte(1))
+	fuzzseed.Add(f, "accept-lent", wireBytes(msgAcceptLent, []byte("welcome")), byte(1|1<<7))
+	fuzzseed.Add(f, "accept-lent-with-bells", wireBytes(msgAcceptLent, []byte("welcome")), byte(1|2<<2|1<<7))
+	fuzzseed.Add(f, "accept-lent-one-fd", wireBytes(msgAcceptLent, []byte("welcome")), byte(1))
 	fuzzseed.Add(f, "hello-data-over-limit", wireBytes(msgHello, make([]byte, fabric.MaxDialData+1)), byte(1))
 	fuzzseed.Add(f, "accept-data-over-limit", wireBytes(msgAccept, make([]byte, sourceBytes+fabric.MaxAcceptData+1)), byte(1))
 	long := wireBytes(msgAccept, make([]byte, 8))
@@ -150,17 +155,15 @@ func FuzzWireMessage(f *testing.F) {
 			}
 			return
 		}
-		received := 0
+		received := len(m.bells)
 		if m.fd >= 0 {
-			received = 1 + len(m.bells)
+			received++
+		}
+		if m.lent >= 0 {
+			received++
 		}
 		defer func() {
-			if m.fd >= 0 {
-				unix.Close(m.fd)
-			}
-			for _, b := range m.bells {
-				unix.Close(b)
-			}
+			m.close()
 			if n := opened(before, openFDs(t)); n != 0 {
 				t.Fatalf("accepted message: %d fds open after closing what it carried", n)
 			}
@@ -168,16 +171,19 @@ func FuzzWireMessage(f *testing.F) {
 		if received != len(fds) {
 			t.Fatalf("sent %d fds, message carries %d", len(fds), received)
 		}
-		limit := map[byte]int{msgHello: fabric.MaxDialData, msgAccept: sourceBytes + fabric.MaxAcceptData, msgReject: 0}
+		limit := map[byte]int{msgHello: fabric.MaxDialData, msgHelloBorrow: fabric.MaxDialData,
+			msgAccept: sourceBytes + fabric.MaxAcceptData, msgAcceptLent: sourceBytes + fabric.MaxAcceptData, msgReject: 0}
 		lim, known := limit[m.typ]
 		switch {
 		case !known:
 			t.Fatalf("accepted unknown type %d", m.typ)
 		case len(m.data) > lim:
 			t.Fatalf("type %d with %d bytes, limit %d", m.typ, len(m.data), lim)
-		case (m.typ == msgReject) != (m.fd < 0):
+		case (m.typ == msgReject || m.typ == msgHelloBorrow) != (m.fd < 0):
 			t.Fatalf("type %d with fd %d", m.typ, m.fd)
-		case m.typ == msgHello && len(m.bells) > 0:
+		case (m.typ == msgAcceptLent) != (m.lent >= 0):
+			t.Fatalf("type %d with lent fd %d", m.typ, m.lent)
+		case (m.typ == msgHello || m.typ == msgHelloBorrow) && len(m.bells) > 0:
 			t.Fatalf("hello with %d doorbells", len(m.bells))
 		case !bytes.Equal(wireBytes(m.typ, m.data), msg):
 			t.Fatalf("accepted %x as type %d data %x", msg, m.typ, m.data)
@@ -216,17 +222,24 @@ func FuzzWireRoundTrip(f *testing.F) {
 	// handshake (now Listen refuses more than maxBells).
 	fuzzseed.Add(f, "accept-253-bells", byte(msgAccept), []byte("0"), uint8(253))
 	fuzzseed.Add(f, "reject", byte(msgReject), []byte(nil), uint8(0))
+	fuzzseed.Add(f, "hello-borrow", byte(msgHelloBorrow), []byte("private"), uint8(0))
+	fuzzseed.Add(f, "accept-lent-max-bells", byte(msgAcceptLent), make([]byte, fabric.MaxAcceptData), uint8(maxBells))
 	f.Fuzz(func(t *testing.T, typ byte, data []byte, bells uint8) {
-		typ = msgHello + (typ+2)%3 // 1, 2, 3 stay themselves
+		typ = msgHello + (typ+4)%5 // 1 to 5 stay themselves
 		fd := -1
 		var bellFDs []int
 		switch typ {
 		case msgHello:
 			data = data[:min(len(data), fabric.MaxDialData)]
 			fd = fdOfKind(t, 1)
-		case msgAccept:
+		case msgHelloBorrow:
+			data = data[:min(len(data), fabric.MaxDialData)]
+		case msgAccept, msgAcceptLent:
 			data = data[:min(len(data), sourceBytes+fabric.MaxAcceptData)]
 			fd = fdOfKind(t, 1)
+			if typ == msgAcceptLent {
+				bellFDs = append(bellFDs, fdOfKind(t, 1)) // the lent domain goes first
+			}
 			if int(bells) > maxBells {
 				// More than one message carries: Listen must refuse to offer them.
 				ln, err := fabric.Listen("shm://"+tempSock(t), fabric.Options{Doorbells: int(bells)})
@@ -260,13 +273,12 @@ func FuzzWireRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatalf("type %d, %d bytes, %d bells: %v", typ, len(data), len(bellFDs), err)
 		}
-		if m.fd >= 0 {
-			unix.Close(m.fd)
+		got, hasFD := len(m.bells), m.fd >= 0
+		if m.lent >= 0 {
+			got++
 		}
-		for _, b := range m.bells {
-			unix.Close(b)
-		}
-		if m.typ != typ || !bytes.Equal(m.data, data) || len(m.bells) != len(bellFDs) || (m.fd >= 0) != (fd >= 0) {
+		m.close()
+		if m.typ != typ || !bytes.Equal(m.data, data) || got != len(bellFDs) || hasFD != (fd >= 0) {
 			t.Fatalf("sent type %d %x with %d bells, got type %d %x with %d", typ, data, len(bellFDs), m.typ, m.data, len(m.bells))
 		}
 	})

@@ -36,6 +36,7 @@ type listener struct {
 	q     *acceptq.Queue[*setup]
 	bells *eventbell.Set           // nil without Options.Doorbells
 	ready *readypool.Pool[*domain] // nil without Options.Ready (ready.go)
+	lend  *readypool.Pool[*domain] // domains for dialers that borrow theirs; nil without Options.Ready
 	once  sync.Once
 }
 
@@ -96,6 +97,12 @@ func listen(path string, mode os.FileMode, o fabric.Options) (*listener, error) 
 			bells.Close()
 			return nil, err
 		}
+		if l.lend, err = newReadyPool(o.Ready, o.DomainSize); err != nil {
+			ul.Close()
+			bells.Close()
+			l.ready.Close()
+			return nil, err
+		}
 	}
 	var take acceptq.Take[*setup]
 	if o.OnSetup != nil {
@@ -146,27 +153,32 @@ func removeStale(path string) bool {
 	return os.Remove(path) == nil
 }
 
-// hello takes a dialer's hello, maps its domain and creates the
-// acceptor's, under the queue's deadline. A dialer turned away for want of
-// memory is told so (ErrRejected) rather than left to guess from EOF.
+// hello takes a dialer's hello, maps its domain (or takes one to lend
+// it, helloBorrow) and takes the acceptor's, under the queue's deadline. A
+// dialer turned away for want of memory is told so (ErrRejected) rather
+// than left to guess from EOF.
 func (l *listener) hello(_ context.Context, nc net.Conn) (*setup, error) {
 	c := nc.(*net.UnixConn)
 	m, err := recvMsg(c)
 	if err != nil {
 		return nil, err
 	}
-	if m.typ == msgHello && l.opts.OnHello != nil {
-		l.opts.OnHello()
-	}
-	if m.typ != msgHello {
-		if m.fd >= 0 {
-			unix.Close(m.fd)
-		}
+	if m.typ != msgHello && m.typ != msgHelloBorrow {
+		m.close()
 		return nil, fmt.Errorf("shm: message %d where a hello belongs", m.typ)
 	}
-	// This side addresses, in the dialer's domain, no more than its own
-	// DomainSize (rfp: the reply mirror of its grant), so it maps no more.
-	peer, err := mapPeer(m.fd, MaxDialerDomain, pageRound(min(l.opts.DomainSize, maxDomainSize)))
+	if l.opts.OnHello != nil {
+		l.opts.OnHello()
+	}
+	var peer []byte
+	var lent *domain
+	if m.typ == msgHello {
+		// This side addresses, in the dialer's domain, no more than its own
+		// DomainSize (rfp: the reply mirror of its grant), so it maps no more.
+		peer, err = mapPeer(m.fd, MaxDialerDomain, pageRound(min(l.opts.DomainSize, maxDomainSize)))
+	} else if lent, err = takeDomain(l.lend, l.opts.DomainSize); err == nil {
+		peer = lent.mem // the dialer's domain as this side maps it
+	}
 	if err != nil {
 		sendMsg(c, msgReject, nil, -1)
 		return nil, err
@@ -174,10 +186,14 @@ func (l *listener) hello(_ context.Context, nc net.Conn) (*setup, error) {
 	d, err := takeDomain(l.ready, l.opts.DomainSize)
 	if err != nil {
 		unix.Munmap(peer)
+		if lent != nil {
+			unix.Close(lent.fd)
+		}
 		sendMsg(c, msgReject, nil, -1)
 		return nil, err
 	}
-	return &setup{d: d, sock: c, opts: l.opts, acceptor: true, peerData: m.data, peer: peer, bells: l.bells.Share(), set: l.bells, pool: l.ready}, nil
+	return &setup{d: d, sock: c, opts: l.opts, acceptor: true, peerData: m.data, peer: peer, lent: lent,
+		bells: l.bells.Share(), set: l.bells, pool: l.ready, lendPool: l.lend}, nil
 }
 
 func (l *listener) Accept(ctx context.Context) (fabric.Setup, error) {
@@ -198,6 +214,7 @@ func (l *listener) Close() error {
 		os.Remove(l.path)
 		l.bells.Close()
 		l.ready.Close()
+		l.lend.Close()
 	})
 	return nil
 }

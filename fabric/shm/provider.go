@@ -59,14 +59,19 @@ func (provider) Dial(ctx context.Context, u *url.URL, o fabric.Options) (fabric.
 		return nil, fmt.Errorf("shm: dial %s: domain size %d over the %d an acceptor maps", path, o.DomainSize, MaxDialerDomain)
 	}
 	// The domain first: the hello can then follow the connect at once,
-	// and the listener, woken by the connect, finds it there.
-	d, err := newDomain(o.DomainSize)
-	if err != nil {
-		return nil, fdhint.Explain(err)
+	// and the listener, woken by the connect, finds it there. A dialer
+	// that borrows its domain makes none: the accept brings it.
+	var d *domain
+	if !o.BorrowDomain {
+		if d, err = newDomain(o.DomainSize); err != nil {
+			return nil, fdhint.Explain(err)
+		}
 	}
 	f, err := dialSock(ctx, path)
 	if err != nil {
-		d.close()
+		if d != nil {
+			d.close()
+		}
 		return nil, err
 	}
 	return &setup{d: d, dial: f, opts: o}, nil

@@ -12,6 +12,11 @@ import "github.com/jakiro-kv/jakiro/fabric/internal/readypool"
 // descriptor, its mapping's address space and the one page of its table
 // header written (the rest of the file is sparse).
 
+// The listener keeps a second pool of the same kind, of domains it lends
+// to dialers that borrow theirs (fabric.Options.BorrowDomain): the same
+// fresh memfd each, made and mapped here, so the join of such a dialer
+// makes no memory on either side. Each goes to one dialer, never back.
+
 // newReadyPool makes the pool's first domain at once, so a DomainSize no
 // domain can have fails the listener instead of every refill.
 func newReadyPool(n int, size int64) (*readypool.Pool[*domain], error) {

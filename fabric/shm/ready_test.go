@@ -31,7 +31,7 @@ func domainMaps(t *testing.T) map[string]bool {
 }
 
 // A listener with Options.Ready keeps that many domains prepared, never
-// more; each join takes a fresh one (its own memfd, zeroed, never seen by
+// more, and as many to lend (ready.go); each join takes a fresh one (its own memfd, zeroed, never seen by
 // another client, even one that wrote into its grant and vanished); Close
 // frees what nobody took.
 func TestReadyPool(t *testing.T) {
@@ -54,8 +54,8 @@ func TestReadyPool(t *testing.T) {
 	}
 	waitReady()
 	time.Sleep(20 * time.Millisecond) // a refill past the bound would show now
-	if st, n := rc.ReadyStats(), opened(before, domainMaps(t)); st.Size != ready || st.Ready != ready || n != ready {
-		t.Fatalf("full pool: %+v, %d domains mapped; want %d of each", st, n, ready)
+	if st, n := rc.ReadyStats(), opened(before, domainMaps(t)); st.Size != ready || st.Ready != ready || n != 2*ready {
+		t.Fatalf("full pool: %+v, %d domains mapped; want %d ready and %d mapped (as many to lend)", st, n, ready, 2*ready)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -23,7 +23,7 @@ import (
 // done. On the acceptor side the dialer's hello (private data and mapped
 // domain) has already arrived.
 type setup struct {
-	d        *domain
+	d        *domain       // dialer that borrows its domain: nil until established
 	sock     *net.UnixConn // acceptor: from the listener
 	dial     *os.File      // dialer: its socket (dialSock), outside the runtime's poller
 	opts     fabric.Options
@@ -32,6 +32,8 @@ type setup struct {
 	peer     []byte                   // acceptor: the dialer's mapped domain
 	bells    []int                    // acceptor: the listener's doorbells, sent with accept
 	pool     *readypool.Pool[*domain] // acceptor: refilled once the accept is sent or the setup closed
+	lent     *domain                  // acceptor: made for a dialer that borrows its domain; its mem is peer, its fd goes with the accept
+	lendPool *readypool.Pool[*domain] // acceptor: refilled as pool is
 	set      *eventbell.Set           // acceptor: names the dialer's rings
 
 	mu    sync.Mutex
@@ -44,7 +46,12 @@ const (
 	setupClosed
 )
 
-func (s *setup) Alloc(size int) (*fabric.Region, error) { return s.d.alloc(size) }
+func (s *setup) Alloc(size int) (*fabric.Region, error) {
+	if s.d == nil {
+		return nil, errors.New("shm: a borrowed domain (Options.BorrowDomain) has regions once the connection is established")
+	}
+	return s.d.alloc(size)
+}
 
 func (s *setup) PeerData() []byte {
 	if !s.acceptor {
@@ -66,17 +73,23 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		// The pool makes the next domain once our accept is on its
 		// way, not while we send it (readypool.TakeLater).
 		defer s.pool.Refill()
+		defer s.lendPool.Refill()
 		stop := bindContext(ctx, s.sock)
 		defer stop()
 		src := s.set.AllocSource()
 		var b [sourceBytes + fabric.MaxAcceptData]byte
 		binary.LittleEndian.PutUint32(b[:], uint32(int32(src)))
 		n := sourceBytes + copy(b[sourceBytes:], data)
-		if err := sendMsg(s.sock, msgAccept, b[:n], s.d.fd, s.bells...); err != nil {
+		typ, fds := byte(msgAccept), s.bells
+		if s.lent != nil {
+			typ, fds = msgAcceptLent, append([]int{s.lent.fd}, s.bells...)
+		}
+		if err := sendMsg(s.sock, typ, b[:n], s.d.fd, fds...); err != nil {
 			s.set.FreeSource(src)
 			s.abort()
 			return nil, ctxErr(ctx, fmt.Errorf("shm: send accept: %w", err))
 		}
+		s.dropLent() // the dialer has it; our mapping keeps the file
 		if err := s.finish(ctx, stop); err != nil {
 			s.set.FreeSource(src)
 			return nil, err
@@ -85,7 +98,11 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		c.set, c.source = s.set, src
 		return c, nil
 	}
-	if err := sendMsgFD(int(s.dial.Fd()), msgHello, data, s.d.fd); err != nil {
+	hello, fd := byte(msgHelloBorrow), -1
+	if s.d != nil {
+		hello, fd = msgHello, s.d.fd
+	}
+	if err := sendMsgFD(int(s.dial.Fd()), hello, data, fd); err != nil {
 		s.abort()
 		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
 			// The listener shed this handshake (it holds a bounded
@@ -102,21 +119,22 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		}
 		return nil, ctxErr(ctx, err)
 	}
+	accept := byte(msgAccept)
+	if s.d == nil {
+		accept = msgAcceptLent
+	}
 	switch m.typ {
-	case msgAccept:
+	case accept:
 	case msgReject:
 		s.abort()
 		return nil, fabric.ErrRejected
 	default:
-		if m.fd >= 0 {
-			unix.Close(m.fd)
-		}
+		m.close()
 		s.abort()
 		return nil, fmt.Errorf("%w: unexpected message type %d", errProtocol, m.typ)
 	}
 	if len(m.data) < sourceBytes {
-		unix.Close(m.fd)
-		closeFDs(m.bells)
+		m.close()
 		s.abort()
 		return nil, fmt.Errorf("%w: accept of %d bytes, without its ring source", errProtocol, len(m.data))
 	}
@@ -125,12 +143,23 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 	// The acceptor's domain is its DomainSize (rfp: sized to one grant):
 	// mapped whole.
 	peer, err := mapPeer(m.fd, maxDomainSize, maxDomainSize)
+	m.fd = -1 // closed
 	if err != nil {
-		closeFDs(m.bells)
+		m.close()
 		s.abort()
 		return nil, err
 	}
 	s.peer = peer // freed by abort on failure
+	if s.d == nil {
+		d, err := adoptDomain(m.lent)
+		m.lent = -1 // closed
+		if err != nil {
+			m.close()
+			s.abort()
+			return nil, err
+		}
+		s.d = d
+	}
 	bells, err := eventbell.Open(m.bells, src)
 	if err != nil {
 		s.abort()
@@ -181,6 +210,7 @@ func (s *setup) Close() error {
 		s.sock.SetDeadline(time.Now().Add(time.Second))
 		sendMsg(s.sock, msgReject, nil, -1) // best effort: EOF says as much
 		defer s.pool.Refill()
+		defer s.lendPool.Refill()
 	}
 	s.abort()
 	return nil
@@ -198,7 +228,19 @@ func (s *setup) abort() {
 		unix.Munmap(s.peer)
 		s.peer = nil
 	}
-	s.d.close()
+	s.dropLent()
+	if s.d != nil {
+		s.d.close()
+	}
+}
+
+// dropLent closes the memfd of the domain lent to the dialer, if any (its
+// mapping is s.peer). s.mu held.
+func (s *setup) dropLent() {
+	if s.lent != nil {
+		unix.Close(s.lent.fd)
+		s.lent = nil
+	}
 }
 
 // bindContext makes socket I/O obey ctx (deadline and cancellation).

@@ -21,16 +21,22 @@ import (
 //	magic u32 | version u8 | type u8 | dataLen u16 | data
 //
 // hello (dialer) and accept (acceptor) carry the sender's domain memfd as
-// SCM_RIGHTS; reject carries nothing. After accept the socket carries no
-// more messages: it stays open only so each side sees the other go (EOF).
+// SCM_RIGHTS; reject carries nothing. A dialer that borrows its domain
+// (fabric.Options.BorrowDomain) sends helloBorrow, without an fd, and is
+// answered acceptLent, which carries the acceptor's domain memfd, then
+// the one it made for the dialer, then the bells. After accept the
+// socket carries no more messages: it stays open only so each side sees
+// the other go (EOF).
 const (
 	wireMagic   = 0x48534b4a // "JKSH"
 	wireVersion = 2
 	wireHdr     = 8
 
-	msgHello  = 1
-	msgAccept = 2
-	msgReject = 3
+	msgHello       = 1
+	msgAccept      = 2
+	msgReject      = 3
+	msgHelloBorrow = 4
+	msgAcceptLent  = 5
 
 	// An accept's data starts with the dialer's ring source (int32, -1:
 	// none; eventbell.Set.AllocSource), then the private data.
@@ -39,22 +45,40 @@ const (
 	maxMsg = wireHdr + sourceBytes + fabric.MaxAcceptData
 
 	// scmMaxFD is the most fds Linux passes in one SCM_RIGHTS message
-	// (SCM_MAX_FD); accept carries the domain memfd, then the bells (two
-	// page memfds and an eventfd per bell), so a listener offers at most
-	// maxBells.
+	// (SCM_MAX_FD); accept carries the domain memfd (acceptLent: two),
+	// then the bells (two page memfds and an eventfd per bell), so a
+	// listener offers at most maxBells.
 	scmMaxFD = 253
-	maxBells = scmMaxFD - 3
+	maxBells = scmMaxFD - 4
 )
 
 type message struct {
 	typ   byte
 	data  []byte
 	fd    int   // -1 if none
+	lent  int   // acceptLent: the dialer's domain memfd; else -1
 	bells []int // accept: the acceptor's doorbells (eventbell.Set.Share)
 }
 
-// sendMsg sends one message; fd (if >= 0) and then bells travel as
-// SCM_RIGHTS.
+// close closes every fd m carries.
+func (m *message) close() {
+	if m.fd >= 0 {
+		unix.Close(m.fd)
+		m.fd = -1
+	}
+	if m.lent >= 0 {
+		unix.Close(m.lent)
+		m.lent = -1
+	}
+	closeFDs(m.bells)
+	m.bells = nil
+}
+
+// none is a message that carries nothing.
+func none() message { return message{fd: -1, lent: -1} }
+
+// sendMsg sends one message; fd (if >= 0) and then bells (acceptLent:
+// the dialer's domain first) travel as SCM_RIGHTS.
 func sendMsg(c *net.UnixConn, typ byte, data []byte, fd int, bells ...int) error {
 	var b [maxMsg]byte
 	msg, oob := encodeMsg(&b, typ, data, fd, bells...)
@@ -95,7 +119,7 @@ func recvMsg(c *net.UnixConn) (message, error) {
 	b, oob := recvBufs()
 	n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
 	if err != nil {
-		return message{fd: -1}, err
+		return none(), err
 	}
 	return decodeMsg(b[:n], oob[:oobn], flags)
 }
@@ -112,14 +136,14 @@ func recvMsgFD(ctx context.Context, s int, spin time.Duration) (message, error) 
 			return m, err
 		}
 		if err := ctx.Err(); err != nil {
-			return message{fd: -1}, err
+			return none(), err
 		}
 		if time.Now().Before(end) {
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			continue
 		}
 		if err := waitReadable(ctx, s); err != nil {
-			return message{fd: -1}, err
+			return none(), err
 		}
 	}
 }
@@ -130,16 +154,16 @@ func tryRecvMsg(s int, b, oob []byte) (m message, again bool, err error) {
 		n, oobn, flags, _, err := unix.Recvmsg(s, b, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
 		switch {
 		case err == nil && n == 0 && oobn == 0:
-			return message{fd: -1}, false, io.EOF
+			return none(), false, io.EOF
 		case err == nil:
 			m, err := decodeMsg(b[:n], oob[:oobn], flags)
 			return m, false, err
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			return message{fd: -1}, true, nil
+			return none(), true, nil
 		}
-		return message{fd: -1}, false, err
+		return none(), false, err
 	}
 }
 
@@ -215,12 +239,12 @@ func recvBufs() (b []byte, oob []byte) {
 func decodeMsg(b, oob []byte, flags int) (message, error) {
 	n := len(b)
 	fds, ferr := parseFDs(oob)
-	m := message{fd: -1}
+	m := none()
 	fail := func(format string, a ...any) (message, error) {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-		return message{fd: -1}, fmt.Errorf("%w: "+format, append([]any{errProtocol}, a...)...)
+		return none(), fmt.Errorf("%w: "+format, append([]any{errProtocol}, a...)...)
 	}
 	switch {
 	case ferr != nil:
@@ -230,7 +254,7 @@ func decodeMsg(b, oob []byte, flags int) (message, error) {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-		return message{fd: -1}, fmt.Errorf("shm: handshake: receiving the peer's descriptors: %w", fdhint.AtLimit())
+		return none(), fmt.Errorf("shm: handshake: receiving the peer's descriptors: %w", fdhint.AtLimit())
 	case flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
 		return fail("truncated message (flags %#x)", flags)
 	case n < wireHdr:
@@ -243,12 +267,18 @@ func decodeMsg(b, oob []byte, flags int) (message, error) {
 	if dl != n-wireHdr {
 		return fail("data length %d, message carries %d", dl, n-wireHdr)
 	}
-	limit, wantFD := 0, false
+	// domains: the memfds the message must carry; bells: whether
+	// doorbells may follow them (none, or two pages and an eventfd each).
+	limit, domains, bells := 0, 0, false
 	switch m.typ {
 	case msgHello:
-		limit, wantFD = fabric.MaxDialData, true
+		limit, domains = fabric.MaxDialData, 1
+	case msgHelloBorrow:
+		limit = fabric.MaxDialData
 	case msgAccept:
-		limit, wantFD = sourceBytes+fabric.MaxAcceptData, true
+		limit, domains, bells = sourceBytes+fabric.MaxAcceptData, 1, true
+	case msgAcceptLent:
+		limit, domains, bells = sourceBytes+fabric.MaxAcceptData, 2, true
 	case msgReject:
 	default:
 		return fail("unknown message type %d", m.typ)
@@ -256,23 +286,22 @@ func decodeMsg(b, oob []byte, flags int) (message, error) {
 	if dl > limit {
 		return fail("%d bytes of private data, limit %d", dl, limit)
 	}
-	maxFDs := 0
-	if wantFD {
-		maxFDs = 1
-		if m.typ == msgAccept {
-			maxFDs += 2 + fabric.MaxDoorbells
-		}
-	}
-	if wantFD != (len(fds) >= 1) || len(fds) > maxFDs || len(fds) == 2 || len(fds) == 3 {
+	nb := len(fds) - domains
+	if nb < 0 || nb > 0 && (!bells || nb < 3 || nb > 2+fabric.MaxDoorbells) {
 		return fail("message type %d with %d fds", m.typ, len(fds))
 	}
 	// Bell fds are checked where they are opened (eventbell.Open: the
 	// pages must be sealed memfds, the bells eventfds), once: each check
 	// of an eventfd is a readlink in /proc.
 	m.data = append([]byte(nil), b[wireHdr:n]...)
-	if wantFD {
+	if domains > 0 {
 		m.fd = fds[0] // close-on-exec already: both reads ask MSG_CMSG_CLOEXEC
-		m.bells = fds[1:]
+	}
+	if domains > 1 {
+		m.lent = fds[1]
+	}
+	if bells {
+		m.bells = fds[domains:]
 	}
 	return m, nil
 }
@@ -315,34 +344,40 @@ const MaxDialerDomain = 1 << 30
 // costs it no more address space than that, whatever the peer's domain.
 // It always closes fd: the mapping keeps the file alive.
 func mapPeer(fd int, limit, window int64) ([]byte, error) {
+	mem, _, err := mapDomainFD(fd, limit, window)
+	return mem, err
+}
+
+// mapDomainFD is mapPeer, which also returns the memfd's inode.
+func mapDomainFD(fd int, limit, window int64) ([]byte, uint64, error) {
 	defer unix.Close(fd)
 	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w: peer fd is not a sealable memfd: %v", errProtocol, err)
+		return nil, 0, fmt.Errorf("%w: peer fd is not a sealable memfd: %v", errProtocol, err)
 	}
 	if seals&requiredSeals != requiredSeals {
-		return nil, fmt.Errorf("%w: peer memfd seals %#x lack %#x (it could shrink under us)", errProtocol, seals, requiredSeals)
+		return nil, 0, fmt.Errorf("%w: peer memfd seals %#x lack %#x (it could shrink under us)", errProtocol, seals, requiredSeals)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("shm: fstat peer memfd: %w", err)
+		return nil, 0, fmt.Errorf("shm: fstat peer memfd: %w", err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("%w: peer fd is not a regular file (mode %#o)", errProtocol, st.Mode)
+		return nil, 0, fmt.Errorf("%w: peer fd is not a regular file (mode %#o)", errProtocol, st.Mode)
 	}
 	if st.Size < tableSize || st.Size > tableSize+limit {
-		return nil, fmt.Errorf("%w: peer domain of %d bytes, at most %d", errProtocol, st.Size, tableSize+limit)
+		return nil, 0, fmt.Errorf("%w: peer domain of %d bytes, at most %d", errProtocol, st.Size, tableSize+limit)
 	}
 	// The seals keep the file at least this long, so every mapped page
 	// stays backed (no SIGBUS).
 	n := min(st.Size, tableSize+max(window, 0))
 	mem, err := unix.Mmap(fd, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("shm: mmap peer domain: %w", err)
+		return nil, 0, fmt.Errorf("shm: mmap peer domain: %w", err)
 	}
 	if err := checkHeader(mem); err != nil {
 		unix.Munmap(mem)
-		return nil, fmt.Errorf("%w: %v", errProtocol, err)
+		return nil, 0, fmt.Errorf("%w: %v", errProtocol, err)
 	}
-	return mem, nil
+	return mem, st.Ino, nil
 }
