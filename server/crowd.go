@@ -17,8 +17,12 @@ const (
 	// lateYield: a yield that kept the partition away this long gave the
 	// core to a thread that wanted it for a slice (a yield with nobody
 	// waiting returns in microseconds; other goroutines' threads, and
-	// the clients beside us, run for microseconds to a millisecond).
-	lateYield = int64(200 * time.Microsecond)
+	// the clients beside us, run for microseconds to a millisecond). At
+	// 200 µs a loop of joins (Dial, GET, Close) made its own partition
+	// crowded (0.6-1.2 dozes a join): each join's work took the core for
+	// a few hundred microseconds, and its first GET then waited for the
+	// partition's wake-up. A slice is milliseconds.
+	lateYield = int64(time.Millisecond)
 	// crowdWindow and crowdAway: the yields of a window of at least
 	// crowdWindow are judged together; the host is crowded when late
 	// yields kept the partition away for crowdAway of it or more. A busy

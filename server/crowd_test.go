@@ -33,6 +33,20 @@ func TestCrowdWatchFreeCore(t *testing.T) {
 // dozes instead; after the hold it yields again, and a window of late
 // yields holds it twice as long, up to crowdHoldMax; a window of quick
 // yields ends it.
+// A client beside the server that takes the core for a few hundred
+// microseconds whenever the partition yields (a loop of joins on 2 cores)
+// does not make it crowded: the partition is waiting for that work.
+func TestCrowdWatchClientBursts(t *testing.T) {
+	var w crowdWatch
+	now := int64(time.Second)
+	for i := 0; i < 100; i++ {
+		now = yields(&w, now, 30, 600*time.Microsecond) // 18 ms, all of it away
+		if w.crowded(now) {
+			t.Fatalf("crowded after %d windows of yields of 600 µs", i+1)
+		}
+	}
+}
+
 func TestCrowdWatchNoFreeCore(t *testing.T) {
 	var w crowdWatch
 	now := int64(time.Second)
