@@ -24,8 +24,8 @@
 // sealed and mapped before anyone dials (ready.go), refilled by one
 // goroutine that waits while the pool is full, so a join does not wait
 // for them. Each is a fresh memfd given to one connection and never back:
-// nothing written by one client reaches another. It keeps as many more
-// to lend: a dialer with Options.BorrowDomain (every rfp client) makes no
+// nothing written by one client reaches another. Each comes with one to
+// lend: a dialer with Options.BorrowDomain (every rfp client) makes no
 // domain of its own, sends a hello without an fd, and gets the one made
 // for it beside the acceptor's in the accept; the listener maps it as it
 // would the dialer's, and the dialer checks it as it checks a peer's

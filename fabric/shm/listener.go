@@ -34,9 +34,8 @@ type listener struct {
 	addr  string
 	opts  fabric.Options
 	q     *acceptq.Queue[*setup]
-	bells *eventbell.Set           // nil without Options.Doorbells
-	ready *readypool.Pool[*domain] // nil without Options.Ready (ready.go)
-	lend  *readypool.Pool[*domain] // domains for dialers that borrow theirs; nil without Options.Ready
+	bells *eventbell.Set             // nil without Options.Doorbells
+	ready *readypool.Pool[readyPair] // nil without Options.Ready (ready.go)
 	once  sync.Once
 }
 
@@ -95,12 +94,6 @@ func listen(path string, mode os.FileMode, o fabric.Options) (*listener, error) 
 		if l.ready, err = newReadyPool(o.Ready, o.DomainSize); err != nil {
 			ul.Close()
 			bells.Close()
-			return nil, err
-		}
-		if l.lend, err = newReadyPool(o.Ready, o.DomainSize); err != nil {
-			ul.Close()
-			bells.Close()
-			l.ready.Close()
 			return nil, err
 		}
 	}
@@ -171,29 +164,27 @@ func (l *listener) hello(_ context.Context, nc net.Conn) (*setup, error) {
 		l.opts.OnHello()
 	}
 	var peer []byte
-	var lent *domain
 	if m.typ == msgHello {
 		// This side addresses, in the dialer's domain, no more than its own
 		// DomainSize (rfp: the reply mirror of its grant), so it maps no more.
-		peer, err = mapPeer(m.fd, MaxDialerDomain, pageRound(min(l.opts.DomainSize, maxDomainSize)))
-	} else if lent, err = takeDomain(l.lend, l.opts.DomainSize); err == nil {
-		peer = lent.mem // the dialer's domain as this side maps it
+		if peer, err = mapPeer(m.fd, MaxDialerDomain, pageRound(min(l.opts.DomainSize, maxDomainSize))); err != nil {
+			sendMsg(c, msgReject, nil, -1)
+			return nil, err
+		}
 	}
+	d, lent, err := takeDomains(l.ready, l.opts.DomainSize, m.typ == msgHelloBorrow)
 	if err != nil {
-		sendMsg(c, msgReject, nil, -1)
-		return nil, err
-	}
-	d, err := takeDomain(l.ready, l.opts.DomainSize)
-	if err != nil {
-		unix.Munmap(peer)
-		if lent != nil {
-			unix.Close(lent.fd)
+		if peer != nil {
+			unix.Munmap(peer)
 		}
 		sendMsg(c, msgReject, nil, -1)
 		return nil, err
 	}
+	if lent != nil {
+		peer = lent.mem // the dialer's domain as this side maps it
+	}
 	return &setup{d: d, sock: c, opts: l.opts, acceptor: true, peerData: m.data, peer: peer, lent: lent,
-		bells: l.bells.Share(), set: l.bells, pool: l.ready, lendPool: l.lend}, nil
+		bells: l.bells.Share(), set: l.bells, pool: l.ready}, nil
 }
 
 func (l *listener) Accept(ctx context.Context) (fabric.Setup, error) {
@@ -214,7 +205,6 @@ func (l *listener) Close() error {
 		os.Remove(l.path)
 		l.bells.Close()
 		l.ready.Close()
-		l.lend.Close()
 	})
 	return nil
 }

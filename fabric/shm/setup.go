@@ -28,13 +28,12 @@ type setup struct {
 	dial     *os.File      // dialer: its socket (dialSock), outside the runtime's poller
 	opts     fabric.Options
 	acceptor bool
-	peerData []byte                   // acceptor: the dialer's private data
-	peer     []byte                   // acceptor: the dialer's mapped domain
-	bells    []int                    // acceptor: the listener's doorbells, sent with accept
-	pool     *readypool.Pool[*domain] // acceptor: refilled once the accept is sent or the setup closed
-	lent     *domain                  // acceptor: made for a dialer that borrows its domain; its mem is peer, its fd goes with the accept
-	lendPool *readypool.Pool[*domain] // acceptor: refilled as pool is
-	set      *eventbell.Set           // acceptor: names the dialer's rings
+	peerData []byte                     // acceptor: the dialer's private data
+	peer     []byte                     // acceptor: the dialer's mapped domain
+	bells    []int                      // acceptor: the listener's doorbells, sent with accept
+	pool     *readypool.Pool[readyPair] // acceptor: refilled once the accept is sent or the setup closed
+	lent     *domain                    // acceptor: made for a dialer that borrows its domain; its mem is peer, its fd goes with the accept
+	set      *eventbell.Set             // acceptor: names the dialer's rings
 
 	mu    sync.Mutex
 	state int // setupOpen, setupDone, setupClosed
@@ -73,7 +72,6 @@ func (s *setup) Establish(ctx context.Context, data []byte) (fabric.Conn, error)
 		// The pool makes the next domain once our accept is on its
 		// way, not while we send it (readypool.TakeLater).
 		defer s.pool.Refill()
-		defer s.lendPool.Refill()
 		stop := bindContext(ctx, s.sock)
 		defer stop()
 		src := s.set.AllocSource()
@@ -210,7 +208,6 @@ func (s *setup) Close() error {
 		s.sock.SetDeadline(time.Now().Add(time.Second))
 		sendMsg(s.sock, msgReject, nil, -1) // best effort: EOF says as much
 		defer s.pool.Refill()
-		defer s.lendPool.Refill()
 	}
 	s.abort()
 	return nil
