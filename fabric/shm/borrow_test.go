@@ -6,8 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -180,19 +178,7 @@ func TestBorrowHostileAccept(t *testing.T) {
 
 // fakeMaps is the set of this process's mappings of fake domains
 // (fakeDomain's memfds): a failed join must unmap what it mapped.
-func fakeMaps(t *testing.T) map[string]bool {
-	b, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		t.Skipf("cannot read /proc/self/maps: %v", err)
-	}
-	m := map[string]bool{}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, "memfd:fake") {
-			m[l] = true
-		}
-	}
-	return m
-}
+func fakeMaps(t *testing.T) map[string]bool { return memfdMaps(t, "fake") }
 
 // A listener answers a hello of either kind: dialers that make their own
 // domain (older clients, the conformance suite) and borrowers share it.

@@ -74,17 +74,23 @@ func newDomain(size int64) (*domain, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("shm: fstat memfd: %w", err)
 	}
-	d := &domain{
+	writeHeader(mem)
+	return domainOf(mem, fd, st.Ino), nil
+}
+
+// domainOf is the domain mapped at mem (table, then region area), its
+// memfd fd (-1: handed off) of inode ino, with nothing allocated yet.
+func domainOf(mem []byte, fd int, ino uint64) *domain {
+	size := int64(len(mem)) - tableSize
+	return &domain{
 		id:   domainIDs.Add(1),
 		fd:   fd,
-		ino:  st.Ino,
+		ino:  ino,
 		mem:  mem,
 		size: size,
 		free: []extent{{off: tableSize, len: uint64(size)}},
 		hint: 1,
 	}
-	writeHeader(mem)
-	return d, nil
 }
 
 // adoptDomain makes a dialer's domain of the memfd its listener made for
@@ -98,20 +104,11 @@ func adoptDomain(fd int) (*domain, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := int64(len(mem)) - tableSize
-	if size < pageSize {
+	if len(mem) < tableSize+pageSize {
 		unix.Munmap(mem)
 		return nil, fmt.Errorf("%w: lent domain of %d bytes has no room for a region", errProtocol, len(mem))
 	}
-	return &domain{
-		id:   domainIDs.Add(1),
-		fd:   -1,
-		ino:  ino,
-		mem:  mem,
-		size: size,
-		free: []extent{{off: tableSize, len: uint64(size)}},
-		hint: 1,
-	}, nil
+	return domainOf(mem, -1, ino), nil
 }
 
 // requiredSeals make a memfd safe to map from an untrusted owner: it can

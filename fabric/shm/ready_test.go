@@ -16,14 +16,18 @@ import (
 // (by inode). Earlier tests' dialers may still be unmapping theirs (their
 // watcher does it after Close), so checks compare sets: a domain mapped
 // since before is new (opened), one gone meanwhile is not.
-func domainMaps(t *testing.T) map[string]bool {
+func domainMaps(t *testing.T) map[string]bool { return memfdMaps(t, "jakiro-shm-domain") }
+
+// memfdMaps is the set of inodes of this process's mappings of memfds
+// named name.
+func memfdMaps(t *testing.T, name string) map[string]bool {
 	b, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		t.Skipf("cannot read /proc/self/maps: %v", err)
 	}
 	m := map[string]bool{}
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 5 && strings.Contains(l, "jakiro-shm-domain") {
+		if f := strings.Fields(l); len(f) > 5 && strings.Contains(l, "memfd:"+name) {
 			m[f[4]] = true
 		}
 	}
