@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jakiro-kv/jakiro/client"
+	"github.com/jakiro-kv/jakiro/server"
 )
 
 // TestAlone: one caller at a time on shm runs its calls and batches in
@@ -31,7 +32,12 @@ func TestAlone(t *testing.T) {
 		}
 		return
 	}
-	c := dial(t, startServer(t, "shm"))
+	// A partition that polls while idle: one blocked on its doorbell
+	// when a call comes sends the call the driver's way (its yield lets
+	// the woken partition run), and under the race detector, or beside
+	// a busy core, a partition sleeps between two of this test's calls
+	// often enough to make the counts below a matter of timing.
+	c := dial(t, startServerWith(t, "shm", server.Config{IdlePoll: true}))
 	ctx := context.Background()
 	roundTrips := func(tag string, n int) {
 		t.Helper()
@@ -53,8 +59,8 @@ func TestAlone(t *testing.T) {
 	old := client.SetAloneNS(int64(time.Second))
 	before := client.Alones(c)
 	roundTrips("alone", 500)
-	if n := client.Alones(c) - before; n == 0 {
-		t.Fatal("no call of a lone caller ran alone")
+	if n := client.Alones(c) - before; n != 1000 {
+		t.Fatalf("%d of 1000 calls of a lone caller ran alone", n)
 	} else {
 		t.Logf("%d of 1000 calls ran alone", n)
 	}
@@ -89,8 +95,8 @@ func TestAlone(t *testing.T) {
 	}
 	before = client.Alones(c)
 	batches("window", 8, 100)
-	if n := client.Alones(c) - before; n < 100 {
-		t.Fatalf("%d of 100 batches of a lone caller ran alone", n)
+	if n := client.Alones(c) - before; n != 200 {
+		t.Fatalf("%d of 200 batches of a lone caller ran alone", n)
 	}
 	batches("deep", 100, 20)
 	client.SetAloneNS(old)

@@ -15,11 +15,18 @@ import (
 // tcp, loopback) until the test ends.
 func startServer(tb testing.TB, fab string) string {
 	tb.Helper()
-	addr := "shm://" + filepath.Join(tb.TempDir(), "jakiro.sock")
+	return startServerWith(tb, fab, server.Config{})
+}
+
+// startServerWith is startServer with cfg's other settings.
+func startServerWith(tb testing.TB, fab string, cfg server.Config) string {
+	tb.Helper()
+	cfg.Listen = "shm://" + filepath.Join(tb.TempDir(), "jakiro.sock")
 	if fab == "tcp" {
-		addr = "tcp://127.0.0.1:0"
+		cfg.Listen = "tcp://127.0.0.1:0"
 	}
-	srv, err := server.New(server.Config{Listen: addr, Partitions: 1, Memory: 64 << 20, MaxValue: 64 << 10})
+	cfg.Partitions, cfg.Memory, cfg.MaxValue = 1, 64<<20, 64<<10
+	srv, err := server.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
