@@ -178,8 +178,9 @@ func (d *JakiroDB) Read(ctx context.Context, table, key string, fields []string)
 	}
 	// The map and the bytes its values point into are the thread's until
 	// its next Read, not its next operation: go-ycsb's read-modify-write
-	// checks what it read after its update.
-	t.recBuf = append(t.recBuf[:0], t.val...)
+	// checks what it read after its update. So the bytes just read become
+	// recBuf, and the last Read's are the scratch the others write into.
+	t.recBuf, t.val = t.val, t.recBuf[:0]
 	t.rec, err = decodeRecord(t.rec, t.recBuf, fields, true)
 	return t.rec, err
 }

@@ -137,10 +137,13 @@ func decodeRecord(out map[string][]byte, b []byte, want []string, alias bool) (m
 	switch b[0] {
 	case encSingle:
 		if name := fieldNames[0]; keep(name) {
-			if stale > 1 || stale == 1 && out[name] == nil {
+			// Assigned first: a map that held this field alone (the
+			// usual case) costs one map operation, not a look and an
+			// assignment.
+			if out[name] = own(b[1:]); len(out) > 1 {
 				clear(out)
+				out[name] = own(b[1:])
 			}
-			out[name] = own(b[1:])
 		} else {
 			clear(out)
 		}

@@ -160,7 +160,7 @@ func TestScanUnsupported(t *testing.T) {
 }
 
 // startServer runs a small in-process server; the driver talks to it over shm.
-func startServer(t *testing.T) string {
+func startServer(t testing.TB) string {
 	srv, err := server.New(server.Config{Listen: "shm://" + filepath.Join(t.TempDir(), "j.sock"),
 		Partitions: 1, Memory: 16 << 20, MaxValue: 4 << 10})
 	if err != nil {
