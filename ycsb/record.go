@@ -140,9 +140,10 @@ func decodeRecord(out map[string][]byte, b []byte, want []string, alias bool) (m
 			// Assigned first: a map that held this field alone (the
 			// usual case) costs one map operation, not a look and an
 			// assignment.
-			if out[name] = own(b[1:]); len(out) > 1 {
+			v := own(b[1:])
+			if out[name] = v; len(out) > 1 {
 				clear(out)
-				out[name] = own(b[1:])
+				out[name] = v
 			}
 		} else {
 			clear(out)
