@@ -36,7 +36,7 @@ import (
 // Callers that are runnable but not calling yet (woken by the last
 // driver, in this P's run queue) are no company: on 2 vCPUs, go-ycsb at 4
 // threads, the lone caller yielding to them during its round trip did
-// 0.89-1.32x the operations at 3-4.5x the p50, in every variant tried
+// 0.89-1.32x the operations at 3-4.7x the p50, in every variant tried
 // (docs/ARCHITECTURE.md, "On two cores the client has one").
 
 // aloneNS bounds how long a lone caller polls in place: past it the
